@@ -1,0 +1,266 @@
+/*
+ * The completer: consumes responses on a QP's outbound channel, completes
+ * send WQEs strictly in order, and runs the requester's timers (ack timeout
+ * -> RETRY_EXC_ERR, RNR back-off -> RNR_RETRY_EXC_ERR, reconnect).
+ */
+#include <string.h>
+
+#include "engine/engine.h"
+#include "transport/node.h"
+#include "util/log.h"
+#include "util/time.h"
+
+static const enum ibv_wc_opcode wr_to_wc[] = {
+	[IBV_WR_RDMA_WRITE] = IBV_WC_RDMA_WRITE,
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = IBV_WC_RDMA_WRITE,
+	[IBV_WR_SEND] = IBV_WC_SEND,
+	[IBV_WR_SEND_WITH_IMM] = IBV_WC_SEND,
+	[IBV_WR_RDMA_READ] = IBV_WC_RDMA_READ,
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = IBV_WC_COMP_SWAP,
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = IBV_WC_FETCH_ADD,
+};
+
+static const enum ibv_wc_status nak_status[] = {
+	[SV_NAK_INV_REQ] = IBV_WC_REM_INV_REQ_ERR,
+	[SV_NAK_REM_ACCESS] = IBV_WC_REM_ACCESS_ERR,
+	[SV_NAK_REM_OP] = IBV_WC_REM_OP_ERR,
+};
+
+static struct sv_node *qp_node(struct sv_qp *qp)
+{
+	return to_sctx(qp->ibqp.qp_base.context)->node;
+}
+
+void sv_comp_reap(struct sv_qp *qp)
+{
+	while (qp->sq.head != qp->sq.next) {
+		struct sv_swqe *w = sv_sq_at(&qp->sq, qp->sq.head);
+
+		if (w->state != SV_SWQE_DONE)
+			break;
+		if (w->status != IBV_WC_SUCCESS || qp->sq_sig_all ||
+		    (w->send_flags & IBV_SEND_SIGNALED)) {
+			struct ibv_wc wc = {
+				.wr_id = w->wr_id,
+				.status = w->status,
+				.opcode = wr_to_wc[w->opcode],
+				.qp_num = qp->ibqp.qp_base.qp_num,
+				.byte_len = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+					    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : w->length,
+			};
+
+			sv_cq_push(qp->scq, &wc, false);
+		}
+		qp->sq.head++;
+	}
+}
+
+void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
+{
+	sv_info("qp %u: wr %llu fails with %s", qp->ibqp.qp_base.qp_num,
+		(unsigned long long)w->wr_id, ibv_wc_status_str(st));
+	/* everything before it is done or flushed; make it next in line */
+	for (uint32_t i = qp->sq.head; sv_sq_at(&qp->sq, i) != w; i++) {
+		struct sv_swqe *p = sv_sq_at(&qp->sq, i);
+
+		if (p->state != SV_SWQE_DONE) {
+			p->state = SV_SWQE_DONE;
+			p->status = IBV_WC_WR_FLUSH_ERR;
+		}
+	}
+	w->state = SV_SWQE_DONE;
+	w->status = st;
+	sv_qp_to_error(qp);      /* flushes the rest and reaps in order */
+}
+
+/* Find the in-flight WQE a response names by PSN. */
+static bool find_wqe(struct sv_qp *qp, uint32_t psn, uint32_t *idx)
+{
+	for (uint32_t i = qp->sq.head; i != qp->sq.next; i++)
+		if (sv_sq_at(&qp->sq, i)->psn == psn) {
+			*idx = i;
+			return true;
+		}
+	return false;
+}
+
+static void progress_made(struct sv_qp *qp)
+{
+	qp->retries = 0;
+	qp->rnr_retries = 0;
+	qp->ack_deadline = 0;
+	sv_req_arm_ack_timer(qp);
+	sv_node_timer_update(qp_node(qp), qp);
+}
+
+static void on_ack(struct sv_qp *qp, uint32_t psn)
+{
+	bool any = false;
+
+	for (uint32_t i = qp->sq.head; i != qp->sq.next; i++) {
+		struct sv_swqe *w = sv_sq_at(&qp->sq, i);
+
+		if (!sv_psn_le(w->psn, psn))
+			break;
+		if (w->state == SV_SWQE_SENT && w->opcode != IBV_WR_RDMA_READ &&
+		    w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+		    w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			w->state = SV_SWQE_DONE;
+			w->status = IBV_WC_SUCCESS;
+			any = true;
+		}
+	}
+	if (any)
+		progress_made(qp);
+}
+
+static void on_nak(struct sv_qp *qp, const struct sv_wire_hdr *h)
+{
+	uint32_t idx;
+
+	if (!find_wqe(qp, h->psn, &idx))
+		return;
+	if (h->imm == SV_NAK_RNR) {
+		if (qp->attr.rnr_retry != 7 && ++qp->rnr_retries > qp->attr.rnr_retry) {
+			sv_comp_fail(qp, sv_sq_at(&qp->sq, idx), IBV_WC_RNR_RETRY_EXC_ERR);
+			return;
+		}
+		/* Go back to the NAKed request once the peer's RNR timer expires. */
+		sv_req_rewind(qp, idx);
+		qp->rnr_wait = true;
+		qp->rnr_deadline = sv_now_ns() + sv_rnr_timer_ns((uint8_t)h->data0);
+		qp->ack_deadline = 0;
+		sv_node_timer_update(qp_node(qp), qp);
+		return;
+	}
+	sv_comp_fail(qp, sv_sq_at(&qp->sq, idx),
+		     h->imm < sizeof(nak_status) / sizeof(nak_status[0]) && nak_status[h->imm] ?
+		     nak_status[h->imm] : IBV_WC_REM_OP_ERR);
+}
+
+void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
+{
+	const struct sv_wire_hdr *h = &c->rx_hdr;
+	struct sv_swqe *w;
+	size_t total;
+
+	qp->cctx.status = IBV_WC_SUCCESS;
+	if (h->opcode != SV_OP_READ_RESP && h->opcode != SV_OP_ATOMIC_RESP)
+		return;
+	if (!find_wqe(qp, h->psn, &qp->cctx.idx)) {
+		c->dead = true;                 /* a response to nothing */
+		return;
+	}
+	w = sv_sq_at(&qp->sq, qp->cctx.idx);
+	if (h->opcode == SV_OP_READ_RESP) {
+		if (w->opcode != IBV_WR_RDMA_READ || h->len != w->length) {
+			c->dead = true;
+			return;
+		}
+		qp->cctx.status = sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge,
+						   SV_LOCAL_WRITE, c->place.seg, &c->place.nseg,
+						   &total);
+		c->place.discard = qp->cctx.status != IBV_WC_SUCCESS;
+	} else if (w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+		   w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		c->dead = true;
+	}
+}
+
+static void finish_rd_atomic(struct sv_qp *qp, const struct sv_wire_hdr *h)
+{
+	struct sv_swqe *w = sv_sq_at(&qp->sq, qp->cctx.idx);
+	enum ibv_wc_status st = qp->cctx.status;
+
+	if (w->state != SV_SWQE_SENT)
+		return;                         /* a duplicate response */
+	if (h->opcode == SV_OP_ATOMIC_RESP && st == IBV_WC_SUCCESS) {
+		uint64_t *dst;
+
+		sv_mr_rdlock();
+		dst = sv_mr_translate(qp->ibqp.qp_base.pd, w->sge[0].lkey, w->sge[0].addr, 8,
+				      SV_LOCAL_WRITE);
+		if (dst)
+			memcpy(dst, &h->data0, 8);
+		else
+			st = IBV_WC_LOC_PROT_ERR;
+		sv_mr_unlock();
+	}
+	if (qp->rd_outstanding)
+		qp->rd_outstanding--;
+	/* a read/atomic response also acknowledges everything before it */
+	on_ack(qp, (h->psn - 1) & 0xffffff);
+	if (st != IBV_WC_SUCCESS) {
+		sv_comp_fail(qp, w, st);
+		return;
+	}
+	w->state = SV_SWQE_DONE;
+	w->status = IBV_WC_SUCCESS;
+	progress_made(qp);
+}
+
+void sv_comp_end(struct sv_qp *qp, struct sv_conn *c)
+{
+	const struct sv_wire_hdr *h = &c->rx_hdr;
+
+	switch (h->opcode) {
+	case SV_OP_ACK:
+		on_ack(qp, h->psn);
+		break;
+	case SV_OP_NAK:
+		on_nak(qp, h);
+		break;
+	case SV_OP_READ_RESP:
+	case SV_OP_ATOMIC_RESP:
+		finish_rd_atomic(qp, h);
+		break;
+	}
+	if (qp->attr.qp_state == IBV_QPS_ERR)
+		return;
+	sv_comp_reap(qp);
+	sv_req_kick(qp);            /* room for more reads; rewound frames */
+}
+
+void sv_comp_link_lost(struct sv_qp *qp)
+{
+	if (qp->attr.qp_state == IBV_QPS_ERR || qp->attr.qp_state == IBV_QPS_RESET)
+		return;
+	sv_info("qp %u: link to peer lost", qp->ibqp.qp_base.qp_num);
+	if (qp->ibqp.qp_base.qp_type == IBV_QPT_RC)
+		sv_req_rewind(qp, qp->sq.head);   /* UC: what was sent is done */
+	sv_req_link_failed(qp);
+}
+
+static void ack_timeout(struct sv_qp *qp, uint64_t now)
+{
+	qp->ack_deadline = 0;
+	if (qp->sq.head == qp->sq.tail)
+		return;
+	if (++qp->retries > qp->attr.retry_cnt) {
+		sv_comp_fail(qp, sv_sq_at(&qp->sq, qp->sq.head), IBV_WC_RETRY_EXC_ERR);
+		return;
+	}
+	sv_req_arm_ack_timer(qp);
+}
+
+void sv_engine_on_timer(struct sv_qp *qp, uint64_t now)
+{
+	enum ibv_qp_state s;
+
+	pthread_mutex_lock(&qp->lock);
+	s = qp->attr.qp_state;
+	if (qp->rnr_deadline && now >= qp->rnr_deadline) {
+		qp->rnr_deadline = 0;
+		qp->rnr_wait = false;
+		sv_req_kick(qp);
+	}
+	if (qp->link_deadline && now >= qp->link_deadline) {
+		qp->link_deadline = 0;
+		if (qp->link == SV_LINK_BACKOFF && s >= IBV_QPS_RTR && s != IBV_QPS_ERR)
+			sv_req_start_link(qp);
+	}
+	if (qp->ack_deadline && now >= qp->ack_deadline && qp->attr.qp_state != IBV_QPS_ERR)
+		ack_timeout(qp, now);
+	sv_node_timer_update(qp_node(qp), qp);
+	pthread_mutex_unlock(&qp->lock);
+}

@@ -1,0 +1,84 @@
+/*
+ * The RDMA engine: requester (req.c), responder (resp.c), completer
+ * (comp.c), the frame receive dispatch (recv.c) and transmit (xmit.c).
+ * It reaches sockets only through transport/transport.h.
+ *
+ * Protocol in one paragraph (docs/wire-format.md has the details): every
+ * send WQE becomes one request frame with its own PSN.  The responder
+ * executes requests in PSN order and answers RC requests with cumulative
+ * ACKs, READ/ATOMIC responses, or a NAK (RNR or fatal).  After an RNR NAK the
+ * responder drops requests until the NAKed PSN is sent again; the requester
+ * rewinds to it once the RNR timer expires (go-back-N).  The requester's ack
+ * timer turns a silent peer into RETRY_EXC_ERR after retry_cnt timeouts.
+ */
+#ifndef SV_ENGINE_H
+#define SV_ENGINE_H
+
+#include <stdint.h>
+
+#include "transport/transport.h"
+#include "verbs/sv.h"
+
+#define SV_UDP_BUF (sizeof(struct sv_wire_hdr) + SV_MTU)
+
+/* progress-thread entry points */
+void sv_engine_on_accept(struct sv_handler *h, uint32_t events);
+void sv_engine_on_dgram(struct sv_handler *h, uint32_t events);
+void sv_engine_on_conn(struct sv_handler *h, uint32_t events);
+void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
+
+/* verbs entry points; caller holds qp->lock */
+void sv_req_kick(struct sv_qp *qp);              /* transmit what can go */
+void sv_req_start_link(struct sv_qp *qp);        /* at RTR: connect to the peer */
+void sv_engine_qp_ready(struct sv_qp *qp);       /* state changed: resume channels */
+void sv_engine_qp_teardown(struct sv_qp *qp);    /* close channels */
+
+/* req.c */
+bool sv_req_fill(struct sv_qp *qp, struct sv_txframe *f);   /* next request frame */
+void sv_req_sent(struct sv_qp *qp, uint32_t wqe_idx);       /* fully written */
+void sv_req_rewind(struct sv_qp *qp, uint32_t idx);         /* resend from SQ index */
+void sv_req_arm_ack_timer(struct sv_qp *qp);
+void sv_req_on_connected(struct sv_qp *qp);
+void sv_req_link_failed(struct sv_qp *qp);
+uint64_t sv_host_id(void);
+
+/* PSN arithmetic modulo 2^24 */
+static inline bool sv_psn_le(uint32_t a, uint32_t b)
+{
+	return ((b - a) & 0xffffff) < 0x800000;
+}
+
+/* resp.c: the responder; called by recv.c */
+void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c);  /* header in c->rx_hdr */
+void sv_resp_end(struct sv_qp *qp, struct sv_conn *c);    /* payload placed */
+void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *payload,
+		const struct sockaddr_in *from);
+
+/* comp.c: the completer; called by recv.c */
+void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c);
+void sv_comp_end(struct sv_qp *qp, struct sv_conn *c);
+void sv_comp_reap(struct sv_qp *qp);              /* in-order send completions */
+void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *wqe, enum ibv_wc_status st);
+void sv_comp_link_lost(struct sv_qp *qp);
+
+/* recv.c */
+void sv_place_reset(struct sv_place *p);
+
+/* xmit.c */
+void sv_xmit_flush(struct sv_conn *c);            /* write pending frames */
+struct sv_txframe *sv_xmit_resp_slot(struct sv_conn *c);  /* NULL if queue full */
+void sv_xmit_resp_commit(struct sv_conn *c, struct sv_txframe *f);
+void sv_xmit_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn);
+void sv_xmit_nak(struct sv_conn *c, struct sv_qp *qp, uint32_t psn, enum sv_nak code,
+		 uint64_t data0);
+void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src);
+void sv_frame_init(struct sv_txframe *f, enum sv_op op, uint32_t dst, uint32_t src, uint32_t psn);
+void sv_frame_add(struct sv_txframe *f, void *addr, size_t len);
+
+/* Gather a local SGE list into placement segments after checking keys.
+ * Returns IBV_WC_SUCCESS or the local error status. */
+enum ibv_wc_status sv_sges_to_place(struct ibv_pd *pd, const struct sv_sge *sge, uint32_t n,
+				    enum sv_access_dir dir, struct iovec *seg, int *nseg,
+				    size_t *total);
+
+#endif

@@ -1,0 +1,411 @@
+/*
+ * The one dispatch point for incoming bytes: accepts channels, runs each
+ * channel's resumable receive machine (RX_HDR -> RX_PAYLOAD -> RX_HDR) and
+ * hands complete headers to the responder (requests) or completer
+ * (responses); datagrams go to the UD responder.  Every header is validated
+ * (wire/proto.c) before any field is used.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "util/log.h"
+
+#define SV_RBUF_LEN     (256 * 1024)
+#define SV_DIRECT_MIN   (64 * 1024)   /* payloads this large skip the staging buffer */
+#define SV_RX_BUDGET    64            /* frames per wake-up, for fairness */
+
+/* ---- payload placement ---- */
+
+static size_t place_left(const struct sv_place *p)
+{
+	size_t n = 0;
+
+	for (int i = p->cur; i < p->nseg; i++)
+		n += p->seg[i].iov_len - (i == p->cur ? p->cur_off : 0);
+	return n;
+}
+
+static void place_advance(struct sv_place *p, size_t n)
+{
+	while (n && p->cur < p->nseg) {
+		size_t room = p->seg[p->cur].iov_len - p->cur_off;
+		size_t k = n < room ? n : room;
+
+		p->cur_off += k;
+		n -= k;
+		if (p->cur_off == p->seg[p->cur].iov_len) {
+			p->cur++;
+			p->cur_off = 0;
+		}
+	}
+}
+
+/* Copy staged bytes to the destination segments (registered memory). */
+static void place_copy(struct sv_place *p, const uint8_t *src, size_t n)
+{
+	if (p->discard)
+		return;
+	sv_mr_rdlock();
+	while (n && p->cur < p->nseg) {
+		size_t room = p->seg[p->cur].iov_len - p->cur_off;
+		size_t k = n < room ? n : room;
+
+		memcpy((uint8_t *)p->seg[p->cur].iov_base + p->cur_off, src, k);
+		src += k;
+		n -= k;
+		place_advance(p, k);
+	}
+	sv_mr_unlock();
+}
+
+void sv_place_reset(struct sv_place *p)
+{
+	p->nseg = p->cur = 0;
+	p->cur_off = 0;
+	p->discard = true;
+}
+
+/* ---- the receive machine ---- */
+
+static size_t rbuf_avail(const struct sv_conn *c) { return c->rb_end - c->rb_start; }
+
+/* Refill the staging buffer.  Returns false on EAGAIN, EOF or error. */
+static bool rbuf_fill(struct sv_conn *c)
+{
+	ssize_t r;
+
+	if (c->rb_start == c->rb_end)
+		c->rb_start = c->rb_end = 0;
+	if (c->rb_end == SV_RBUF_LEN) {
+		memmove(c->rbuf, c->rbuf + c->rb_start, rbuf_avail(c));
+		c->rb_end -= c->rb_start;
+		c->rb_start = 0;
+	}
+	r = sv_conn_read(c, c->rbuf + c->rb_end, SV_RBUF_LEN - c->rb_end);
+	if (r <= 0)
+		return false;
+	c->rb_end += r;
+	return true;
+}
+
+static bool rx_header(struct sv_conn *c)
+{
+	while (c->rx_got < sizeof(c->rx_hdr)) {
+		size_t k = sizeof(c->rx_hdr) - c->rx_got;
+
+		if (!rbuf_avail(c) && !rbuf_fill(c))
+			return false;
+		if (k > rbuf_avail(c))
+			k = rbuf_avail(c);
+		memcpy((uint8_t *)&c->rx_hdr + c->rx_got, c->rbuf + c->rb_start, k);
+		c->rb_start += k;
+		c->rx_got += k;
+	}
+	return true;
+}
+
+/* Read payload straight into the destination, bypassing the staging buffer. */
+static bool rx_direct(struct sv_conn *c)
+{
+	struct iovec iov[SV_PLACE_MAX_SEG];
+	struct sv_place *p = &c->place;
+	size_t want = c->rx_remain;
+	int n = 0;
+	ssize_t r;
+
+	for (int i = p->cur; i < p->nseg && want; i++) {
+		size_t off = i == p->cur ? p->cur_off : 0;
+		size_t k = p->seg[i].iov_len - off;
+
+		if (k > want)
+			k = want;
+		iov[n].iov_base = (uint8_t *)p->seg[i].iov_base + off;
+		iov[n].iov_len = k;
+		want -= k;
+		n++;
+	}
+	r = sv_conn_readv(c, iov, n);
+	if (r <= 0)
+		return false;
+	place_advance(p, r);
+	c->rx_remain -= r;
+	return true;
+}
+
+static bool rx_payload(struct sv_conn *c)
+{
+	while (c->rx_remain) {
+		size_t k = rbuf_avail(c);
+
+		if (k) {
+			if (k > c->rx_remain)
+				k = c->rx_remain;
+			place_copy(&c->place, c->rbuf + c->rb_start, k);
+			c->rb_start += k;
+			c->rx_remain -= k;
+			continue;
+		}
+		if (!c->place.discard && c->rx_remain >= SV_DIRECT_MIN &&
+		    place_left(&c->place) >= c->rx_remain) {
+			if (!rx_direct(c))
+				return false;
+			continue;
+		}
+		if (!rbuf_fill(c))
+			return false;
+	}
+	return true;
+}
+
+/* A channel whose peer breaks the protocol is closed; the QP sees it as a
+ * lost link (requester) or a vanished requester (responder). */
+static void rx_protocol_error(struct sv_conn *c, const char *why)
+{
+	sv_err("qp %u: closing channel: %s", c->qp ? c->qp->ibqp.qp_base.qp_num : 0, why);
+	c->dead = true;
+}
+
+static bool frame_allowed(struct sv_conn *c, const struct sv_opinfo *oi)
+{
+	if (oi->flags & SV_OPF_CTRL)
+		return true;
+	if (c->outbound)
+		return oi->flags & SV_OPF_RESP;
+	return oi->flags & SV_OPF_REQ;
+}
+
+static void rx_begin(struct sv_conn *c)
+{
+	struct sv_qp *qp = c->qp;
+
+	sv_place_reset(&c->place);
+	c->rx_remain = c->rx_hdr.len;
+	switch (c->rx_hdr.opcode) {
+	case SV_OP_HELLO_ACK:
+		break;
+	case SV_OP_HELLO_NAK:
+		rx_protocol_error(c, "peer QP does not exist");
+		break;
+	default:
+		if (c->rx_hdr.dst_qpn != qp->ibqp.qp_base.qp_num) {
+			rx_protocol_error(c, "frame for another QP");
+			break;
+		}
+		if (c->outbound)
+			sv_comp_begin(qp, c);
+		else
+			sv_resp_begin(qp, c);
+	}
+}
+
+static void rx_end(struct sv_conn *c)
+{
+	const struct sv_opinfo *oi = sv_op_info(c->rx_hdr.opcode);
+
+	if (oi->flags & SV_OPF_CTRL)
+		return;
+	if (c->outbound)
+		sv_comp_end(c->qp, c);
+	else
+		sv_resp_end(c->qp, c);
+}
+
+/* The responder needs room for a response before it takes a request. */
+static bool resp_room(struct sv_conn *c)
+{
+	return c->outbound || SV_RESPQ_LEN - (c->resp_tail - c->resp_head) >= 2;
+}
+
+static void rx_process(struct sv_conn *c)
+{
+	for (int budget = SV_RX_BUDGET; budget > 0 && !c->dead && !c->paused; budget--) {
+		if (c->rx_state == SV_RX_HDR) {
+			const struct sv_opinfo *oi;
+
+			if (!resp_room(c)) {
+				sv_conn_pause(c, true);
+				return;
+			}
+			if (!rx_header(c))
+				return;
+			if (!sv_wire_decode(&c->rx_hdr) ||
+			    !(oi = sv_op_info(c->rx_hdr.opcode)) || !frame_allowed(c, oi)) {
+				rx_protocol_error(c, "malformed frame");
+				return;
+			}
+			sv_trace("qp %u rx %s psn %u len %u", c->qp->ibqp.qp_base.qp_num,
+				 oi->name, c->rx_hdr.psn, c->rx_hdr.len);
+			rx_begin(c);
+			if (c->dead)
+				return;
+			c->rx_state = SV_RX_PAYLOAD;
+		}
+		if (!rx_payload(c))
+			return;
+		c->rx_state = SV_RX_HDR;
+		c->rx_got = 0;
+		rx_end(c);
+	}
+}
+
+/* ---- channel lifecycle ---- */
+
+static void conn_lost(struct sv_conn *c)
+{
+	struct sv_qp *qp = c->qp;
+
+	if (!qp) {
+		sv_conn_close(c);
+		return;
+	}
+	if (c == qp->out) {
+		qp->out = NULL;
+		sv_conn_close(c);
+		sv_comp_link_lost(qp);
+	} else if (c == qp->in) {
+		qp->in = NULL;
+		sv_conn_close(c);
+	}
+}
+
+/* A new inbound channel names its QP in its first frame (HELLO). */
+static void attach_inbound(struct sv_conn *c)
+{
+	struct sv_node *node = c->node;
+	struct sv_qp *qp;
+	struct sv_wire_hdr *h = &c->rx_hdr;
+
+	if (!rx_header(c)) {
+		if (c->dead)
+			sv_conn_close(c);
+		return;
+	}
+	c->rx_got = 0;
+	if (!sv_wire_decode(h) || h->opcode != SV_OP_HELLO || h->len) {
+		sv_conn_close(c);
+		return;
+	}
+	qp = sv_node_lookup_qp(node, h->dst_qpn);
+	if (qp)
+		pthread_mutex_lock(&qp->lock);
+	if (!qp || qp->ibqp.qp_base.qp_type == IBV_QPT_UD ||
+	    qp->attr.qp_state == IBV_QPS_RESET || qp->attr.qp_state == IBV_QPS_ERR ||
+	    (qp->attr.qp_state >= IBV_QPS_RTR && qp->attr.dest_qp_num != h->src_qpn)) {
+		/* No such QP here: tell the requester, which retries until its
+		 * timeout, as a fabric would drop the packets. */
+		sv_xmit_ctrl(c, SV_OP_HELLO_NAK, h->src_qpn, h->dst_qpn);
+		if (qp)
+			pthread_mutex_unlock(&qp->lock);
+		sv_conn_close(c);
+		return;
+	}
+	sv_list_del(&c->pending_link);
+	if (qp->in)
+		sv_conn_close(qp->in);
+	qp->in = c;
+	c->qp = qp;
+	c->resp_head = c->resp_tail = 0;
+	sv_xmit_ctrl(c, SV_OP_HELLO_ACK, h->src_qpn, h->dst_qpn);
+	sv_engine_qp_ready(qp);
+	rx_process(c);
+	if (c->dead)
+		conn_lost(c);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+static void on_connect_done(struct sv_conn *c)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(c->h.fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+		c->dead = true;
+		return;
+	}
+	c->connected = true;
+	sv_req_on_connected(c->qp);
+}
+
+void sv_engine_on_conn(struct sv_handler *h, uint32_t events)
+{
+	struct sv_conn *c = sv_container_of(h, struct sv_conn, h);
+	struct sv_qp *qp = c->qp;
+
+	if (c->closed)
+		return;
+	if (!qp) {
+		attach_inbound(c);
+		return;
+	}
+	pthread_mutex_lock(&qp->lock);
+	if (c->closed) {                 /* closed by the application meanwhile */
+		pthread_mutex_unlock(&qp->lock);
+		return;
+	}
+	if (!c->connected)
+		on_connect_done(c);
+	if (!c->dead && (events & EPOLLOUT))
+		sv_xmit_flush(c);
+	if (!c->dead && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		rx_process(c);
+	if (c->dead)
+		conn_lost(c);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+void sv_engine_on_accept(struct sv_handler *h, uint32_t events)
+{
+	struct sv_pgroup *g = sv_container_of(h, struct sv_pgroup, listen_h);
+	struct sv_node *node = g->node;
+
+	for (;;) {
+		int fd = accept4(g->listen_h.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sv_conn *c;
+
+		if (fd < 0)
+			return;
+		c = sv_conn_new(node, fd, false, true);
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		sv_list_add_tail(&node->pending, &c->pending_link);
+	}
+}
+
+/* ---- datagrams ---- */
+
+void sv_engine_on_dgram(struct sv_handler *h, uint32_t events)
+{
+	struct sv_node *node = sv_container_of(h, struct sv_pgroup, udp_h)->node;
+
+	for (;;) {
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		struct sv_wire_hdr hdr;
+		struct sv_qp *qp;
+		ssize_t r = recvfrom(h->fd, node->udp_buf, SV_UDP_BUF, MSG_DONTWAIT | MSG_TRUNC,
+				     (struct sockaddr *)&from, &fl);
+
+		if (r < 0)
+			return;
+		if ((size_t)r < sizeof(hdr) || (size_t)r > SV_UDP_BUF)
+			continue;                   /* runt or oversized: drop */
+		memcpy(&hdr, node->udp_buf, sizeof(hdr));
+		if (!sv_wire_decode(&hdr) || hdr.len != (size_t)r - sizeof(hdr) ||
+		    (hdr.opcode != SV_OP_SEND && hdr.opcode != SV_OP_SEND_IMM))
+			continue;
+		qp = sv_node_lookup_qp(node, hdr.dst_qpn);
+		if (!qp)
+			continue;
+		pthread_mutex_lock(&qp->lock);
+		if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD)
+			sv_resp_ud(qp, &hdr, node->udp_buf + sizeof(hdr), &from);
+		pthread_mutex_unlock(&qp->lock);
+	}
+}

@@ -1,0 +1,326 @@
+/*
+ * The requester: turns send WQEs into request frames, owns the QP's outbound
+ * channel (connect, HELLO, reconnect with backoff) and its timers' arming.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "transport/node.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define SV_RECONNECT_NS (20ull * 1000 * 1000)
+
+uint64_t sv_host_id(void)
+{
+	static uint64_t id;
+	char buf[64] = { 0 };
+	uint64_t h = 1469598103934665603ull;
+	int fd;
+
+	if (id)
+		return id;
+	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (read(fd, buf, sizeof(buf) - 1) < 0)
+			buf[0] = 0;
+		close(fd);
+	}
+	for (char *p = buf; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	id = h | 1;
+	return id;
+}
+
+enum ibv_wc_status sv_sges_to_place(struct ibv_pd *pd, const struct sv_sge *sge, uint32_t n,
+				    enum sv_access_dir dir, struct iovec *seg, int *nseg,
+				    size_t *total)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+
+	*nseg = 0;
+	*total = 0;
+	sv_mr_rdlock();
+	for (uint32_t i = 0; i < n; i++) {
+		void *p;
+
+		if (!sge[i].length)
+			continue;
+		p = sv_mr_translate(pd, sge[i].lkey, sge[i].addr, sge[i].length, dir);
+		if (!p) {
+			st = IBV_WC_LOC_PROT_ERR;
+			break;
+		}
+		seg[*nseg].iov_base = p;
+		seg[*nseg].iov_len = sge[i].length;
+		(*nseg)++;
+		*total += sge[i].length;
+	}
+	sv_mr_unlock();
+	return st;
+}
+
+static bool is_rd_atomic(uint32_t op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static const uint8_t wr_to_op[] = {
+	[IBV_WR_RDMA_WRITE] = SV_OP_WRITE,
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = SV_OP_WRITE_IMM,
+	[IBV_WR_SEND] = SV_OP_SEND,
+	[IBV_WR_SEND_WITH_IMM] = SV_OP_SEND_IMM,
+	[IBV_WR_RDMA_READ] = SV_OP_READ_REQ,
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = SV_OP_CMP_SWP,
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = SV_OP_FETCH_ADD,
+};
+
+/* Attach a WQE's payload to a frame.  Returns the local error, if any. */
+static enum ibv_wc_status add_payload(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe *f)
+{
+	enum ibv_wc_status st;
+	size_t total;
+
+	if (w->is_inline) {
+		sv_frame_add(f, (uint8_t *)&w->sge[qp->sq.max_sge], w->length);
+		return IBV_WC_SUCCESS;
+	}
+	st = sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_READ,
+			      f->seg, &f->nseg, &total);
+	if (st == IBV_WC_SUCCESS) {
+		f->hdr.len = total;
+		f->total += total;
+	}
+	return st;
+}
+
+static void build_header(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe *f,
+			 uint32_t dst_qpn)
+{
+	uint8_t op = wr_to_op[w->opcode];
+
+	sv_frame_init(f, op, dst_qpn, qp->ibqp.qp_base.qp_num, w->psn);
+	if (w->send_flags & IBV_SEND_SOLICITED)
+		f->hdr.flags |= SV_WF_SOLICITED;
+	if (sv_opinfo[op].flags & SV_OPF_IMM)
+		f->hdr.imm = w->imm;
+	if (sv_opinfo[op].flags & SV_OPF_RKEY) {
+		f->hdr.va = w->remote_addr;
+		f->hdr.rkey = w->rkey;
+	}
+	if (op == SV_OP_READ_REQ)
+		f->hdr.rlen = w->length;
+	if (op == SV_OP_CMP_SWP) {
+		f->hdr.data0 = w->swap;
+		f->hdr.data1 = w->compare_add;
+	} else if (op == SV_OP_FETCH_ADD) {
+		f->hdr.data0 = w->compare_add;
+	}
+}
+
+bool sv_req_fill(struct sv_qp *qp, struct sv_txframe *f)
+{
+	uint32_t rd_max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+
+	if (qp->attr.qp_state != IBV_QPS_RTS || qp->rnr_wait || qp->link != SV_LINK_UP)
+		return false;
+	while (qp->sq.next != qp->sq.tail) {
+		struct sv_swqe *w = sv_sq_at(&qp->sq, qp->sq.next);
+		enum ibv_wc_status st;
+
+		if (is_rd_atomic(w->opcode) && qp->rd_outstanding >= rd_max)
+			return false;
+		build_header(qp, w, f, qp->peer_qpn);
+		st = IBV_WC_SUCCESS;
+		if (sv_opinfo[f->hdr.opcode].flags & SV_OPF_PAYLOAD)
+			st = add_payload(qp, w, f);
+		if (st != IBV_WC_SUCCESS) {
+			f->in_use = false;
+			sv_comp_fail(qp, w, st);
+			return false;
+		}
+		f->wqe_idx = qp->sq.next++;
+		if (is_rd_atomic(w->opcode))
+			qp->rd_outstanding++;
+		return true;
+	}
+	return false;
+}
+
+void sv_req_arm_ack_timer(struct sv_qp *qp)
+{
+	uint64_t t = sv_qp_ack_timeout_ns(qp);
+
+	if (!qp->ack_deadline && t && qp->sq.head != qp->sq.tail &&
+	    qp->ibqp.qp_base.qp_type == IBV_QPT_RC) {
+		qp->ack_deadline = sv_now_ns() + t;
+		sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
+	}
+}
+
+void sv_req_sent(struct sv_qp *qp, uint32_t idx)
+{
+	struct sv_swqe *w;
+
+	if (idx - qp->sq.head >= qp->sq.next - qp->sq.head)
+		return;         /* rewound while it was on the wire: it goes again */
+	w = sv_sq_at(&qp->sq, idx);
+	if (w->state != SV_SWQE_POSTED)
+		return;
+	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UC) {
+		w->state = SV_SWQE_DONE;
+		w->status = IBV_WC_SUCCESS;
+		sv_comp_reap(qp);
+		return;
+	}
+	w->state = SV_SWQE_SENT;
+	sv_req_arm_ack_timer(qp);
+}
+
+void sv_req_rewind(struct sv_qp *qp, uint32_t idx)
+{
+	for (uint32_t i = idx; i != qp->sq.next; i++) {
+		struct sv_swqe *w = sv_sq_at(&qp->sq, i);
+
+		if (w->state == SV_SWQE_SENT)
+			w->state = SV_SWQE_POSTED;
+	}
+	qp->sq.next = idx;
+	qp->rd_outstanding = 0;
+	/* A frame not yet started is dropped; one half on the wire completes
+	 * (the responder discards it) and sv_req_sent ignores it. */
+	if (qp->out && qp->out->req.in_use && !qp->out->req.done)
+		qp->out->req.in_use = false;
+}
+
+/* ---- UD: one datagram per WQE, completed when handed to the network ---- */
+
+static void ud_send_one(struct sv_qp *qp, struct sv_swqe *w)
+{
+	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
+	struct sv_txframe f;
+	struct iovec iov[SV_PLACE_MAX_SEG + 1];
+	enum ibv_wc_status st;
+
+	build_header(qp, w, &f, w->ud_qpn);
+	f.hdr.qkey = (w->ud_qkey & 0x80000000u) ? qp->attr.qkey : w->ud_qkey;
+	f.hdr.data1 = node->addr.s_addr;
+	if (w->ud_grh)
+		f.hdr.flags |= SV_WF_GRH;
+	st = w->length > SV_MTU ? IBV_WC_LOC_LEN_ERR : add_payload(qp, w, &f);
+	if (st == IBV_WC_SUCCESS) {
+		iov[0].iov_base = &f.hdr;
+		iov[0].iov_len = sizeof(f.hdr);
+		memcpy(&iov[1], f.seg, f.nseg * sizeof(struct iovec));
+		sv_wire_encode(&f.hdr);
+		if (sv_dgram_send(node, qp->ibqp.qp_base.qp_num, &w->ud_dst, iov, f.nseg + 1))
+			st = IBV_WC_GENERAL_ERR;
+	}
+	w->state = SV_SWQE_DONE;
+	w->status = st;
+}
+
+static void ud_send_all(struct sv_qp *qp)
+{
+	if (qp->attr.qp_state != IBV_QPS_RTS)
+		return;
+	while (qp->sq.next != qp->sq.tail) {
+		struct sv_swqe *w = sv_sq_at(&qp->sq, qp->sq.next++);
+
+		ud_send_one(qp, w);
+		if (w->status != IBV_WC_SUCCESS) {
+			/* A UD send error moves the QP to SQE (send queue error). */
+			qp->attr.qp_state = qp->attr.cur_qp_state = IBV_QPS_SQE;
+			qp->ibqp.qp_base.state = IBV_QPS_SQE;
+			break;
+		}
+	}
+	sv_comp_reap(qp);
+	if (qp->attr.qp_state == IBV_QPS_SQE) {
+		for (uint32_t i = qp->sq.next; i != qp->sq.tail; i++) {
+			struct sv_swqe *w = sv_sq_at(&qp->sq, i);
+
+			w->state = SV_SWQE_DONE;
+			w->status = IBV_WC_WR_FLUSH_ERR;
+		}
+		qp->sq.next = qp->sq.tail;
+		sv_comp_reap(qp);
+	}
+}
+
+/* ---- the outbound channel ---- */
+
+void sv_req_kick(struct sv_qp *qp)
+{
+	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD) {
+		ud_send_all(qp);
+		return;
+	}
+	if (qp->out && qp->link == SV_LINK_UP)
+		sv_xmit_flush(qp->out);
+	else
+		sv_req_arm_ack_timer(qp);
+}
+
+void sv_req_link_failed(struct sv_qp *qp)
+{
+	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
+
+	qp->link = SV_LINK_BACKOFF;
+	qp->link_deadline = sv_now_ns() + SV_RECONNECT_NS;
+	sv_node_timer_update(node, qp);
+	sv_req_arm_ack_timer(qp);
+}
+
+void sv_req_start_link(struct sv_qp *qp)
+{
+	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
+	struct sockaddr_in dst = qp->peer;
+	struct sv_conn *c;
+
+	if (qp->out) {
+		sv_conn_close(qp->out);
+		qp->out = NULL;
+	}
+	dst.sin_port = htons(qp->peer_qpn >> 8);
+	if (sv_conn_connect(node, &dst, &c)) {
+		sv_req_link_failed(qp);
+		return;
+	}
+	c->qp = qp;
+	qp->out = c;
+	qp->link = SV_LINK_CONNECTING;
+	if (c->connected)
+		sv_req_on_connected(qp);
+}
+
+void sv_req_on_connected(struct sv_qp *qp)
+{
+	qp->link = SV_LINK_UP;
+	qp->link_deadline = 0;
+	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
+	/* HELLO first, then whatever the send queue holds. */
+	sv_xmit_ctrl(qp->out, SV_OP_HELLO, qp->peer_qpn, qp->ibqp.qp_base.qp_num);
+}
+
+void sv_engine_qp_ready(struct sv_qp *qp)
+{
+	enum ibv_qp_state s = qp->attr.qp_state;
+
+	if (qp->in)
+		sv_conn_pause(qp->in, s < IBV_QPS_RTR || s == IBV_QPS_ERR);
+}
+
+void sv_engine_qp_teardown(struct sv_qp *qp)
+{
+	if (qp->out)
+		sv_conn_close(qp->out);
+	if (qp->in)
+		sv_conn_close(qp->in);
+	qp->out = qp->in = NULL;
+	qp->link = SV_LINK_IDLE;
+}

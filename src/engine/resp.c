@@ -1,0 +1,331 @@
+/*
+ * The responder: executes requests arriving on a QP's inbound channel, in
+ * PSN order, against this process's registered memory; answers RC requests.
+ * Every key, right and bound is checked before a byte is placed.
+ *
+ * sv_resp_begin() runs when a header is complete and decides where the
+ * payload goes; sv_resp_end() runs when the payload is placed and completes.
+ */
+#include <string.h>
+
+#include "engine/engine.h"
+#include "transport/node.h"
+#include "util/log.h"
+
+static bool is_rc(struct sv_qp *qp) { return qp->ibqp.qp_base.qp_type == IBV_QPT_RC; }
+
+/* Decide a fatal error: RC answers with a NAK and both ends go to ERR;
+ * UC drops the message silently. */
+static void resp_fail(struct sv_qp *qp, enum sv_nak nak, enum ibv_wc_status st)
+{
+	qp->rctx.drop = true;
+	qp->rctx.ack = false;
+	if (qp->rctx.have_wqe)
+		qp->rctx.status = st;
+	if (is_rc(qp))
+		qp->rctx.nak = nak;
+}
+
+static bool access_allowed(struct sv_qp *qp, uint8_t op)
+{
+	unsigned int f = qp->attr.qp_access_flags;
+
+	switch (op) {
+	case SV_OP_WRITE:
+	case SV_OP_WRITE_IMM:
+		return f & IBV_ACCESS_REMOTE_WRITE;
+	case SV_OP_READ_REQ:
+		return f & IBV_ACCESS_REMOTE_READ;
+	case SV_OP_CMP_SWP:
+	case SV_OP_FETCH_ADD:
+		return f & IBV_ACCESS_REMOTE_ATOMIC;
+	default:
+		return true;
+	}
+}
+
+/* Scatter a message into the consumed receive WQE, starting `skip` bytes in. */
+static void place_into_rwqe(struct sv_qp *qp, struct sv_conn *c, uint32_t len)
+{
+	struct sv_rwqe *w = &qp->rctx.wqe.w;
+	size_t total;
+	enum ibv_wc_status st;
+
+	st = sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_WRITE,
+			      c->place.seg, &c->place.nseg, &total);
+	if (st != IBV_WC_SUCCESS) {
+		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	if (len > total) {
+		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_LOC_LEN_ERR);
+		return;
+	}
+	c->place.discard = false;
+}
+
+static bool take_rwqe(struct sv_qp *qp)
+{
+	if (!sv_qp_take_rwqe(qp, &qp->rctx.wqe.w))
+		return false;
+	qp->rctx.have_wqe = true;
+	return true;
+}
+
+static void *remote_target(struct sv_qp *qp, const struct sv_wire_hdr *h, uint64_t len,
+			   enum sv_access_dir dir)
+{
+	void *p;
+
+	sv_mr_rdlock();
+	p = sv_mr_translate(qp->ibqp.qp_base.pd, h->rkey, h->va, len, dir);
+	sv_mr_unlock();
+	return p;
+}
+
+static void exec_read(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
+{
+	struct sv_txframe *f;
+	void *src = remote_target(qp, h, h->rlen, SV_REMOTE_READ);
+
+	if (!src) {
+		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
+		return;
+	}
+	f = sv_xmit_resp_slot(c);
+	sv_frame_init(f, SV_OP_READ_RESP, qp->peer_qpn, qp->ibqp.qp_base.qp_num, h->psn);
+	sv_frame_add(f, src, h->rlen);
+	sv_xmit_resp_commit(c, f);
+}
+
+/* Atomics run on this process's memory with CPU atomics, so they are atomic
+ * with respect to every other atomic on this device. */
+static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
+{
+	struct sv_txframe *f;
+	uint64_t *p, orig;
+
+	if (h->va & 7) {
+		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	p = remote_target(qp, h, 8, SV_REMOTE_ATOMIC);
+	if (!p) {
+		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
+		return;
+	}
+	if (h->opcode == SV_OP_CMP_SWP) {
+		orig = h->data1;
+		__atomic_compare_exchange_n(p, &orig, h->data0, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(p, h->data0, __ATOMIC_SEQ_CST);
+	}
+	f = sv_xmit_resp_slot(c);
+	sv_frame_init(f, SV_OP_ATOMIC_RESP, qp->peer_qpn, qp->ibqp.qp_base.qp_num, h->psn);
+	f->hdr.data0 = orig;
+	sv_xmit_resp_commit(c, f);
+}
+
+/* PSN check for RC.  Returns false if the request is to be discarded. */
+static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
+{
+	if (!is_rc(qp))
+		return true;
+	if (h->psn == qp->epsn) {
+		qp->nak_sent = false;
+		return true;
+	}
+	if (!qp->nak_sent && sv_psn_le(h->psn, qp->epsn)) {
+		/* Duplicate of something already executed: acknowledge again. */
+		qp->rctx.ack = true;
+		if (h->opcode == SV_OP_READ_REQ)
+			exec_read(qp, c, h);
+	}
+	return false;
+}
+
+void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
+{
+	const struct sv_wire_hdr *h = &c->rx_hdr;
+	const struct sv_opinfo *oi = sv_op_info(h->opcode);
+	uint32_t qpt = is_rc(qp) ? SV_QPT_RC : SV_QPT_UC;
+
+	memset(&qp->rctx, 0, offsetof(typeof(qp->rctx), wqe));
+	qp->rctx.drop = true;
+	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR)
+		return;
+	if (h->src_qpn != qp->attr.dest_qp_num) {
+		c->dead = true;
+		return;
+	}
+	if (!psn_ok(qp, c, h))
+		return;
+	qp->rctx.drop = false;
+	qp->rctx.ack = is_rc(qp);
+	if (qp->attr.qp_state == IBV_QPS_RTR && !qp->comm_est_sent) {
+		qp->comm_est_sent = true;
+		sv_qp_async(qp, IBV_EVENT_COMM_EST);
+	}
+	if (!(oi->qpts & qpt) || !access_allowed(qp, h->opcode)) {
+		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	if ((oi->flags & SV_OPF_RECV) && !take_rwqe(qp)) {
+		qp->rctx.drop = true;
+		qp->rctx.ack = false;
+		if (is_rc(qp)) {
+			/* Receiver not ready: NAK and drop until this PSN comes again. */
+			qp->nak_sent = true;
+			sv_xmit_nak(c, qp, h->psn, SV_NAK_RNR, qp->attr.min_rnr_timer);
+		}
+		return;
+	}
+	switch (h->opcode) {
+	case SV_OP_SEND:
+	case SV_OP_SEND_IMM:
+		place_into_rwqe(qp, c, h->len);
+		break;
+	case SV_OP_WRITE:
+	case SV_OP_WRITE_IMM: {
+		void *dst = remote_target(qp, h, h->len, SV_REMOTE_WRITE);
+
+		if (!dst) {
+			resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
+			break;
+		}
+		c->place.seg[0].iov_base = dst;
+		c->place.seg[0].iov_len = h->len;
+		c->place.nseg = h->len ? 1 : 0;
+		c->place.discard = false;
+		break;
+	}
+	case SV_OP_READ_REQ:
+		exec_read(qp, c, h);
+		break;
+	case SV_OP_CMP_SWP:
+	case SV_OP_FETCH_ADD:
+		exec_atomic(qp, c, h);
+		break;
+	}
+}
+
+static void complete_recv(struct sv_qp *qp, const struct sv_wire_hdr *h)
+{
+	struct ibv_wc wc = {
+		.wr_id = qp->rctx.wqe.w.wr_id,
+		.status = qp->rctx.status,
+		.opcode = h->opcode == SV_OP_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
+		.byte_len = h->len,
+		.qp_num = qp->ibqp.qp_base.qp_num,
+		.src_qp = qp->attr.dest_qp_num,
+		.slid = qp->attr.ah_attr.dlid,
+		.pkey_index = 0,
+	};
+
+	if (sv_opinfo[h->opcode].flags & SV_OPF_IMM) {
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc.imm_data = h->imm;
+	}
+	if (qp->attr.ah_attr.is_global)
+		wc.wc_flags |= IBV_WC_GRH;
+	sv_cq_push(qp->rcq, &wc, h->flags & SV_WF_SOLICITED);
+}
+
+void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
+{
+	const struct sv_wire_hdr *h = &c->rx_hdr;
+
+	if (qp->rctx.have_wqe)
+		complete_recv(qp, h);
+	if (qp->rctx.nak) {
+		sv_xmit_nak(c, qp, h->psn, qp->rctx.nak, 0);
+		sv_xmit_flush(c);
+		sv_info("qp %u: responder error, NAK %u", qp->ibqp.qp_base.qp_num, qp->rctx.nak);
+		sv_qp_to_error(qp);
+		return;
+	}
+	if (!qp->rctx.drop && is_rc(qp))
+		qp->epsn = (qp->epsn + 1) & 0xffffff;
+	if (qp->rctx.ack && !(sv_opinfo[h->opcode].flags & (SV_OPF_ATOMIC)) &&
+	    h->opcode != SV_OP_READ_REQ)
+		sv_xmit_ack(c, qp, h->psn);
+	sv_xmit_flush(c);
+}
+
+/* ---- UD: a whole datagram at once ---- */
+
+static void write_grh(struct sv_qp *qp, const struct sv_wire_hdr *h, struct ibv_grh *g)
+{
+	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
+
+	memset(g, 0, sizeof(*g));
+	g->version_tclass_flow = htobe32(6u << 28);
+	g->paylen = htobe16((uint16_t)(h->len + 8));
+	g->next_hdr = 0x1b;
+	g->hop_limit = 64;
+	g->sgid.raw[10] = g->sgid.raw[11] = 0xff;
+	memcpy(&g->sgid.raw[12], &h->data1, 4);
+	g->dgid = node->gid;
+}
+
+void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *payload,
+		const struct sockaddr_in *from)
+{
+	struct sv_place p;
+	struct ibv_grh grh;
+	struct ibv_wc wc = { 0 };
+	size_t total;
+	uint32_t src_ip;
+
+	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR)
+		return;
+	if (h->qkey != qp->attr.qkey)
+		return;                       /* Q_Key violation: dropped */
+	if (!sv_qp_take_rwqe(qp, &qp->rctx.wqe.w))
+		return;                       /* no receive posted: dropped silently */
+	wc.wr_id = qp->rctx.wqe.w.wr_id;
+	wc.status = sv_sges_to_place(qp->ibqp.qp_base.pd, qp->rctx.wqe.w.sge,
+				     qp->rctx.wqe.w.num_sge, SV_LOCAL_WRITE, p.seg, &p.nseg, &total);
+	if (wc.status == IBV_WC_SUCCESS && total < SV_UD_GRH_LEN + (size_t)h->len)
+		wc.status = IBV_WC_LOC_LEN_ERR;
+	if (wc.status == IBV_WC_SUCCESS) {
+		size_t off = 0;
+		const uint8_t *srcs[2] = { (const uint8_t *)&grh, payload };
+		size_t lens[2] = { SV_UD_GRH_LEN, h->len };
+
+		write_grh(qp, h, &grh);
+		sv_mr_rdlock();
+		for (int s = 0, i = 0; s < 2; s++) {
+			size_t done = 0;
+
+			while (done < lens[s]) {
+				size_t k = p.seg[i].iov_len - off;
+
+				if (k > lens[s] - done)
+					k = lens[s] - done;
+				memcpy((uint8_t *)p.seg[i].iov_base + off, srcs[s] + done, k);
+				done += k;
+				off += k;
+				if (off == p.seg[i].iov_len) {
+					i++;
+					off = 0;
+				}
+			}
+		}
+		sv_mr_unlock();
+	}
+	memcpy(&src_ip, &h->data1, 4);
+	wc.opcode = IBV_WC_RECV;
+	wc.byte_len = h->len + SV_UD_GRH_LEN;
+	wc.qp_num = qp->ibqp.qp_base.qp_num;
+	wc.src_qp = h->src_qpn;
+	wc.slid = ntohl(src_ip) & 0xffff;
+	if (h->flags & SV_WF_GRH)
+		wc.wc_flags |= IBV_WC_GRH;
+	if (h->opcode == SV_OP_SEND_IMM) {
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc.imm_data = h->imm;
+	}
+	sv_cq_push(qp->rcq, &wc, h->flags & SV_WF_SOLICITED);
+}

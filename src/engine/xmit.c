@@ -1,0 +1,185 @@
+/*
+ * Frame transmission on a channel.  A frame is a header plus payload
+ * segments written with one sendmsg where possible; partial writes resume
+ * on EPOLLOUT.  Outbound channels pull request frames from the requester;
+ * inbound channels drain a FIFO of responses (ACKs coalesce).
+ */
+#include <string.h>
+
+#include "engine/engine.h"
+#include "util/log.h"
+
+void sv_frame_init(struct sv_txframe *f, enum sv_op op, uint32_t dst, uint32_t src, uint32_t psn)
+{
+	memset(&f->hdr, 0, sizeof(f->hdr));
+	f->hdr.opcode = op;
+	f->hdr.dst_qpn = dst;
+	f->hdr.src_qpn = src;
+	f->hdr.psn = psn;
+	f->nseg = 0;
+	f->total = sizeof(f->hdr);
+	f->done = 0;
+	f->in_use = true;
+}
+
+void sv_frame_add(struct sv_txframe *f, void *addr, size_t len)
+{
+	if (!len)
+		return;
+	f->seg[f->nseg].iov_base = addr;
+	f->seg[f->nseg].iov_len = len;
+	f->nseg++;
+	f->hdr.len += len;
+	f->total += len;
+}
+
+/* Write as much of `f` as the channel takes.  Returns true when complete. */
+static bool frame_write(struct sv_conn *c, struct sv_txframe *f)
+{
+	struct iovec iov[SV_PLACE_MAX_SEG + 1];
+
+	while (f->done < f->total) {
+		size_t skip = f->done;
+		int n = 0;
+		ssize_t r;
+
+		if (skip < sizeof(f->hdr)) {
+			iov[n].iov_base = (uint8_t *)&f->hdr + skip;
+			iov[n].iov_len = sizeof(f->hdr) - skip;
+			n++;
+			skip = 0;
+		} else {
+			skip -= sizeof(f->hdr);
+		}
+		for (int i = 0; i < f->nseg; i++) {
+			if (skip >= f->seg[i].iov_len) {
+				skip -= f->seg[i].iov_len;
+				continue;
+			}
+			iov[n].iov_base = (uint8_t *)f->seg[i].iov_base + skip;
+			iov[n].iov_len = f->seg[i].iov_len - skip;
+			skip = 0;
+			n++;
+		}
+		r = sv_conn_writev(c, iov, n);
+		if (r <= 0)
+			return false;
+		f->done += r;
+	}
+	return true;
+}
+
+/* Headers are kept in host order until the frame is queued. */
+static void frame_seal(struct sv_txframe *f)
+{
+	sv_wire_encode(&f->hdr);
+}
+
+struct sv_txframe *sv_xmit_resp_slot(struct sv_conn *c)
+{
+	if (c->resp_tail - c->resp_head >= SV_RESPQ_LEN)
+		return NULL;
+	return &c->resp[c->resp_tail % SV_RESPQ_LEN];
+}
+
+void sv_xmit_resp_commit(struct sv_conn *c, struct sv_txframe *f)
+{
+	frame_seal(f);
+	c->resp_tail++;
+}
+
+static struct sv_txframe *last_unsent_resp(struct sv_conn *c)
+{
+	struct sv_txframe *f;
+
+	if (c->resp_tail == c->resp_head)
+		return NULL;
+	f = &c->resp[(c->resp_tail - 1) % SV_RESPQ_LEN];
+	return f->done ? NULL : f;
+}
+
+void sv_xmit_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
+{
+	struct sv_txframe *f = last_unsent_resp(c);
+
+	/* Coalesce: a cumulative ACK not yet on the wire simply moves forward. */
+	if (f && f->hdr.opcode == SV_OP_ACK) {
+		f->hdr.psn = SV_WIRE_PUT32(psn);
+		return;
+	}
+	f = sv_xmit_resp_slot(c);
+	if (!f)
+		return;        /* the receive loop keeps two slots free; cannot happen */
+	sv_frame_init(f, SV_OP_ACK, qp->peer_qpn, qp->ibqp.qp_base.qp_num, psn);
+	sv_xmit_resp_commit(c, f);
+}
+
+void sv_xmit_nak(struct sv_conn *c, struct sv_qp *qp, uint32_t psn, enum sv_nak code,
+		 uint64_t data0)
+{
+	struct sv_txframe *f = sv_xmit_resp_slot(c);
+
+	if (!f)
+		return;
+	sv_frame_init(f, SV_OP_NAK, qp->peer_qpn, qp->ibqp.qp_base.qp_num, psn);
+	f->hdr.imm = code;
+	f->hdr.data0 = data0;
+	sv_xmit_resp_commit(c, f);
+}
+
+/* Pick the frame to write next, or NULL if there is none. */
+static struct sv_txframe *next_frame(struct sv_conn *c)
+{
+	if (c->ctrl.in_use)
+		return &c->ctrl;
+	if (!c->qp)
+		return NULL;
+	if (c->outbound) {
+		if (!c->req.in_use) {
+			if (!sv_req_fill(c->qp, &c->req))
+				return NULL;
+			frame_seal(&c->req);
+		}
+		return &c->req;
+	}
+	if (c->resp_head != c->resp_tail)
+		return &c->resp[c->resp_head % SV_RESPQ_LEN];
+	return NULL;
+}
+
+static void frame_done(struct sv_conn *c, struct sv_txframe *f)
+{
+	f->in_use = false;
+	if (f == &c->req)
+		sv_req_sent(c->qp, f->wqe_idx);
+	else if (f != &c->ctrl) {
+		c->resp_head++;
+		if (c->paused && c->qp && c->resp_tail - c->resp_head <= SV_RESPQ_LEN / 2)
+			sv_conn_pause(c, false);    /* responder may take requests again */
+	}
+}
+
+void sv_xmit_flush(struct sv_conn *c)
+{
+	struct sv_txframe *f;
+
+	if (!c || !c->connected || c->dead)
+		return;
+	while ((f = next_frame(c))) {
+		if (!frame_write(c, f)) {
+			if (!c->dead)
+				sv_conn_want_out(c, true);
+			return;
+		}
+		frame_done(c, f);
+	}
+	sv_conn_want_out(c, false);
+}
+
+void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src)
+{
+	sv_frame_init(&c->ctrl, op, dst, src, 0);
+	c->ctrl.hdr.data1 = sv_host_id();
+	frame_seal(&c->ctrl);
+	sv_xmit_flush(c);
+}

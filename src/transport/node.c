@@ -1,0 +1,509 @@
+/* The per-process node: address plan, port groups, progress thread. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "transport/node.h"
+#include "transport/transport.h"
+#include "util/env.h"
+#include "util/log.h"
+#include "util/time.h"
+#include "verbs/sv.h"
+
+static pthread_mutex_t node_global_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sv_node *the_node;
+static __thread bool on_progress_thread;
+
+bool sv_node_on_progress_thread(struct sv_node *node)
+{
+	return on_progress_thread;
+}
+
+static struct in_addr pick_address(void)
+{
+	struct in_addr a = { htonl(INADDR_LOOPBACK) };
+	const char *env = sv_env_str("SOFTVERBS_IP");
+	struct ifaddrs *ifa, *i;
+
+	if (env && inet_pton(AF_INET, env, &a) == 1)
+		return a;
+	if (getifaddrs(&ifa))
+		return a;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+			continue;
+		a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+		break;
+	}
+	freeifaddrs(ifa);
+	return a;
+}
+
+static struct sv_addr_plan plan;
+static pthread_once_t plan_once = PTHREAD_ONCE_INIT;
+
+static void plan_init(void)
+{
+	uint32_t ip;
+
+	sv_log_init();
+	plan.addr = pick_address();
+	ip = ntohl(plan.addr.s_addr);
+	plan.lid = ip & 0xffff;
+	if (!plan.lid || plan.lid == 0xffff)
+		plan.lid = 1;
+	plan.gid.raw[10] = 0xff;
+	plan.gid.raw[11] = 0xff;
+	memcpy(&plan.gid.raw[12], &plan.addr.s_addr, 4);
+	/* A GUID derived from the address: stable and unique per host. */
+	plan.guid = htobe64(0x0253560000000000ull | ip);
+}
+
+const struct sv_addr_plan *sv_addr_plan(void)
+{
+	pthread_once(&plan_once, plan_init);
+	return &plan;
+}
+
+static void node_set_address(struct sv_node *node)
+{
+	const struct sv_addr_plan *p = sv_addr_plan();
+
+	node->addr = p->addr;
+	node->lid = p->lid;
+	node->gid = p->gid;
+	node->guid = p->guid;
+}
+
+static bool is_own(struct sv_node *node, struct in_addr a)
+{
+	return a.s_addr == node->addr.s_addr || (ntohl(a.s_addr) >> 24) == 127;
+}
+
+static void to_sockaddr(struct sv_node *node, struct in_addr a, struct sockaddr_in *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->sin_family = AF_INET;
+	out->sin_addr.s_addr = is_own(node, a) ? htonl(INADDR_LOOPBACK) : a.s_addr;
+}
+
+bool sv_node_resolve_lid(struct sv_node *node, uint16_t lid, struct sockaddr_in *out)
+{
+	struct in_addr a;
+
+	if (!lid || lid == 0xffff)
+		return false;
+	if (lid == node->lid)
+		a = node->addr;
+	else
+		a.s_addr = htonl((ntohl(node->addr.s_addr) & 0xffff0000u) | lid);
+	to_sockaddr(node, a, out);
+	return true;
+}
+
+bool sv_node_resolve_gid(struct sv_node *node, const union ibv_gid *gid, struct sockaddr_in *out)
+{
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	struct in_addr a;
+
+	if (memcmp(gid->raw, v4mapped, sizeof(v4mapped)))
+		return false;
+	memcpy(&a.s_addr, &gid->raw[12], 4);
+	to_sockaddr(node, a, out);
+	return true;
+}
+
+/* ---- epoll registration ---- */
+
+int sv_node_watch(struct sv_node *node, struct sv_handler *h, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = h };
+
+	return epoll_ctl(node->epfd, EPOLL_CTL_ADD, h->fd, &ev) ? -errno : 0;
+}
+
+int sv_node_rewatch(struct sv_node *node, struct sv_handler *h, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = h };
+
+	return epoll_ctl(node->epfd, EPOLL_CTL_MOD, h->fd, &ev) ? -errno : 0;
+}
+
+void sv_node_unwatch(struct sv_node *node, struct sv_handler *h)
+{
+	epoll_ctl(node->epfd, EPOLL_CTL_DEL, h->fd, NULL);
+}
+
+void sv_node_kick(struct sv_node *node)
+{
+	uint64_t one = 1;
+
+	if (!on_progress_thread && write(node->wake_h.fd, &one, sizeof(one)) < 0)
+		sv_err("wake: %s", strerror(errno));
+}
+
+static void on_wake(struct sv_handler *h, uint32_t events)
+{
+	uint64_t v;
+
+	if (read(h->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		sv_err("wake read: %s", strerror(errno));
+}
+
+/* ---- commands and timers ---- */
+
+void sv_node_sync(struct sv_node *node, void (*fn)(void *), void *arg)
+{
+	struct sv_cmd cmd = { .fn = fn, .arg = arg };
+
+	if (on_progress_thread) {
+		fn(arg);
+		return;
+	}
+	pthread_mutex_lock(&node->lock);
+	sv_list_add_tail(&node->cmds, &cmd.link);
+	pthread_mutex_unlock(&node->lock);
+	sv_node_kick(node);
+	pthread_mutex_lock(&node->lock);
+	while (!cmd.done)
+		pthread_cond_wait(&node->cond, &node->lock);
+	pthread_mutex_unlock(&node->lock);
+}
+
+static void run_cmds(struct sv_node *node)
+{
+	struct sv_list *pos, *tmp;
+
+	pthread_mutex_lock(&node->lock);
+	sv_list_for_each_safe(pos, tmp, &node->cmds) {
+		struct sv_cmd *cmd = sv_container_of(pos, struct sv_cmd, link);
+
+		sv_list_del(&cmd->link);
+		pthread_mutex_unlock(&node->lock);
+		cmd->fn(cmd->arg);
+		pthread_mutex_lock(&node->lock);
+		cmd->done = true;
+	}
+	pthread_cond_broadcast(&node->cond);
+	pthread_mutex_unlock(&node->lock);
+}
+
+static uint64_t qp_next_deadline(const struct sv_qp *qp)
+{
+	uint64_t d = 0;
+	const uint64_t c[3] = { qp->ack_deadline, qp->rnr_deadline, qp->link_deadline };
+
+	for (int i = 0; i < 3; i++)
+		if (c[i] && (!d || c[i] < d))
+			d = c[i];
+	return d;
+}
+
+void sv_node_timer_update(struct sv_node *node, struct sv_qp *qp)
+{
+	uint64_t d = qp_next_deadline(qp);
+	bool kick = false;
+
+	pthread_mutex_lock(&node->lock);
+	if (d && !qp->on_timer_list) {
+		sv_list_add_tail(&node->timers, &qp->timer_link);
+		qp->on_timer_list = true;
+		kick = true;
+	} else if (!d && qp->on_timer_list) {
+		sv_list_del(&qp->timer_link);
+		qp->on_timer_list = false;
+	}
+	__atomic_store_n(&qp->timer_at, d, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&node->lock);
+	if (kick)
+		sv_node_kick(node);
+}
+
+/* Returns the epoll timeout in ms until the earliest deadline (-1: none);
+ * runs the timers of QPs whose deadline has passed. */
+static int run_timers(struct sv_node *node)
+{
+	struct sv_qp *due[64];
+	uint64_t now = sv_now_ns(), next = 0;
+	struct sv_list *pos, *tmp;
+	int n = 0;
+
+	pthread_mutex_lock(&node->lock);
+	sv_list_for_each_safe(pos, tmp, &node->timers) {
+		struct sv_qp *qp = sv_container_of(pos, struct sv_qp, timer_link);
+		uint64_t at = __atomic_load_n(&qp->timer_at, __ATOMIC_RELAXED);
+
+		if (at && at <= now && n < 64)
+			due[n++] = qp;
+		else if (at && (!next || at < next))
+			next = at;
+	}
+	pthread_mutex_unlock(&node->lock);
+
+	for (int i = 0; i < n; i++)
+		sv_engine_on_timer(due[i], now);
+	if (n)
+		return 0;
+	if (!next)
+		return -1;
+	return (int)((next - now + 999999) / 1000000);
+}
+
+static void *progress_main(void *arg)
+{
+	struct sv_node *node = arg;
+	struct epoll_event evs[64];
+
+	on_progress_thread = true;
+	for (;;) {
+		int timeout = run_timers(node);
+		int n = epoll_wait(node->epfd, evs, 64, timeout);
+
+		for (int i = 0; i < n; i++) {
+			struct sv_handler *h = evs[i].data.ptr;
+
+			h->fn(h, evs[i].events);
+		}
+		run_cmds(node);
+		sv_conn_reap(node);
+		if (__atomic_load_n(&node->stop, __ATOMIC_ACQUIRE))
+			break;
+	}
+	return NULL;
+}
+
+/* ---- port groups and QPNs ---- */
+
+static void close_group(struct sv_node *node, struct sv_pgroup *g)
+{
+	if (g->listen_h.fd >= 0) {
+		sv_node_unwatch(node, &g->listen_h);
+		close(g->listen_h.fd);
+	}
+	if (g->udp_h.fd >= 0) {
+		sv_node_unwatch(node, &g->udp_h);
+		close(g->udp_h.fd);
+	}
+	free(g);
+}
+
+static int bind_any(int fd, uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_ANY) };
+
+	return bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+}
+
+/* Bind a TCP listener and a UDP socket to the same ephemeral port. */
+static struct sv_pgroup *open_group(struct sv_node *node)
+{
+	for (int attempt = 0; attempt < 64; attempt++) {
+		struct sv_pgroup *g = calloc(1, sizeof(*g));
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof(sa);
+		int one = 1;
+
+		if (!g)
+			return NULL;
+		g->udp_h.fd = -1;
+		g->node = node;
+		g->listen_h.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (g->listen_h.fd < 0 || bind_any(g->listen_h.fd, 0) ||
+		    getsockname(g->listen_h.fd, (struct sockaddr *)&sa, &sl) ||
+		    listen(g->listen_h.fd, 1024)) {
+			close_group(node, g);
+			return NULL;
+		}
+		setsockopt(g->listen_h.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		g->port = ntohs(sa.sin_port);
+		g->udp_h.fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (g->udp_h.fd >= 0 && !bind_any(g->udp_h.fd, g->port)) {
+			int sz = 4 << 20;
+
+			setsockopt(g->udp_h.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+			setsockopt(g->udp_h.fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+			g->listen_h.fn = sv_engine_on_accept;
+			g->udp_h.fn = sv_engine_on_dgram;
+			if (sv_node_watch(node, &g->listen_h, EPOLLIN) ||
+			    sv_node_watch(node, &g->udp_h, EPOLLIN)) {
+				close_group(node, g);
+				return NULL;
+			}
+			return g;
+		}
+		close_group(node, g);       /* UDP port taken: try another */
+	}
+	return NULL;
+}
+
+int sv_node_alloc_qpn(struct sv_node *node, struct sv_qp *qp, uint32_t *qpn)
+{
+	struct sv_pgroup *g = NULL, **ng;
+	int ret = 0;
+
+	pthread_mutex_lock(&node->lock);
+	for (uint32_t i = 0; i < node->ngroups; i++)
+		if (node->groups[i]->used < SV_QP_PER_GROUP) {
+			g = node->groups[i];
+			break;
+		}
+	if (!g) {
+		g = open_group(node);
+		ng = g ? realloc(node->groups, (node->ngroups + 1) * sizeof(*ng)) : NULL;
+		if (!ng) {
+			if (g)
+				close_group(node, g);
+			ret = ENOMEM;
+			goto out;
+		}
+		node->groups = ng;
+		node->groups[node->ngroups++] = g;
+	}
+	for (uint32_t s = 0; s < SV_QP_PER_GROUP; s++)
+		if (!g->slot[s]) {
+			g->slot[s] = qp;
+			g->used++;
+			*qpn = ((uint32_t)g->port << 8) | s;
+			break;
+		}
+out:
+	pthread_mutex_unlock(&node->lock);
+	return ret;
+}
+
+static struct sv_pgroup *find_group(struct sv_node *node, uint16_t port)
+{
+	for (uint32_t i = 0; i < node->ngroups; i++)
+		if (node->groups[i]->port == port)
+			return node->groups[i];
+	return NULL;
+}
+
+void sv_node_free_qpn(struct sv_node *node, uint32_t qpn)
+{
+	struct sv_pgroup *g;
+
+	pthread_mutex_lock(&node->lock);
+	g = find_group(node, qpn >> 8);
+	if (g && g->slot[qpn & 0xff]) {
+		g->slot[qpn & 0xff] = NULL;
+		g->used--;
+	}
+	pthread_mutex_unlock(&node->lock);
+}
+
+struct sv_qp *sv_node_lookup_qp(struct sv_node *node, uint32_t qpn)
+{
+	struct sv_pgroup *g;
+	struct sv_qp *qp = NULL;
+
+	pthread_mutex_lock(&node->lock);
+	g = find_group(node, qpn >> 8);
+	if (g)
+		qp = g->slot[qpn & 0xff];
+	pthread_mutex_unlock(&node->lock);
+	return qp;
+}
+
+/* ---- lifetime ---- */
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	/* Two sockets per connected QP: allow thousands of QPs. */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static struct sv_node *node_create(void)
+{
+	struct sv_node *node = calloc(1, sizeof(*node));
+
+	if (!node)
+		return NULL;
+	pthread_mutex_init(&node->lock, NULL);
+	pthread_cond_init(&node->cond, NULL);
+	sv_list_init(&node->timers);
+	sv_list_init(&node->pending);
+	sv_list_init(&node->cmds);
+	sv_list_init(&node->graveyard);
+	node_set_address(node);
+	raise_fd_limit();
+	node->udp_buf = malloc(SV_UDP_BUF);
+	node->epfd = epoll_create1(EPOLL_CLOEXEC);
+	node->wake_h.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	node->wake_h.fn = on_wake;
+	if (!node->udp_buf || node->epfd < 0 || node->wake_h.fd < 0 ||
+	    sv_node_watch(node, &node->wake_h, EPOLLIN) ||
+	    pthread_create(&node->thread, NULL, progress_main, node)) {
+		if (node->epfd >= 0)
+			close(node->epfd);
+		if (node->wake_h.fd >= 0)
+			close(node->wake_h.fd);
+		free(node->udp_buf);
+		free(node);
+		return NULL;
+	}
+	return node;
+}
+
+static void node_destroy(struct sv_node *node)
+{
+	struct sv_list *pos, *tmp;
+
+	__atomic_store_n(&node->stop, true, __ATOMIC_RELEASE);
+	sv_node_kick(node);
+	pthread_join(node->thread, NULL);
+	sv_list_for_each_safe(pos, tmp, &node->pending)
+		sv_conn_close(sv_container_of(pos, struct sv_conn, pending_link));
+	sv_conn_reap(node);
+	for (uint32_t i = 0; i < node->ngroups; i++)
+		close_group(node, node->groups[i]);
+	free(node->groups);
+	close(node->wake_h.fd);
+	close(node->epfd);
+	free(node->udp_buf);
+	pthread_mutex_destroy(&node->lock);
+	pthread_cond_destroy(&node->cond);
+	free(node);
+}
+
+struct sv_node *sv_node_get(void)
+{
+	struct sv_node *node;
+
+	pthread_mutex_lock(&node_global_lock);
+	if (!the_node)
+		the_node = node_create();
+	node = the_node;
+	if (node)
+		node->refcnt++;
+	pthread_mutex_unlock(&node_global_lock);
+	return node;
+}
+
+void sv_node_put(struct sv_node *node)
+{
+	pthread_mutex_lock(&node_global_lock);
+	if (--node->refcnt == 0) {
+		the_node = NULL;
+		node_destroy(node);
+	}
+	pthread_mutex_unlock(&node_global_lock);
+}

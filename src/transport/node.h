@@ -1,0 +1,114 @@
+/*
+ * The node: this process's attachment to the softverbs fabric.
+ *
+ * Address plan.  The device has one IPv4 address A (SOFTVERBS_IP, else the
+ * first up non-loopback interface, else 127.0.0.1).  Its LID is the low 16
+ * bits of A and its GID[0] is ::ffff:A.  A QPN is (P << 8) | slot, where P is
+ * a TCP and UDP port this process has bound on every address: the kernel's
+ * port allocation makes QPNs unique on the host without any shared registry,
+ * and (LID or GID, QPN) names a host and a port, so it reaches the QP from
+ * this host and from others.  LID L resolves to (A & 0xffff0000) | L; our
+ * own address resolves to 127.0.0.1 so that same-host traffic never leaves
+ * loopback.
+ *
+ * Progress.  One thread per process waits on every socket with epoll and runs
+ * timers; application threads never depend on it for their own calls, and
+ * the responder side of every QP runs on it, so a target blocked in read()
+ * still serves RDMA READs.
+ */
+#ifndef SV_TRANSPORT_NODE_H
+#define SV_TRANSPORT_NODE_H
+
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/list.h"
+
+#define SV_QP_PER_GROUP 256
+
+struct sv_qp;
+struct sv_handler;
+typedef void (*sv_handler_fn)(struct sv_handler *h, uint32_t events);
+
+/* Something the progress thread waits on. */
+struct sv_handler {
+	int fd;
+	sv_handler_fn fn;
+};
+
+/* A port group: one TCP listener and one UDP socket on the same port P;
+ * it names QPNs (P << 8) .. (P << 8) + 255. */
+struct sv_pgroup {
+	struct sv_node *node;
+	uint16_t port;
+	struct sv_handler listen_h;
+	struct sv_handler udp_h;
+	struct sv_qp *slot[SV_QP_PER_GROUP];
+	uint32_t used;
+};
+
+/* Work the progress thread runs for another thread (teardown). */
+struct sv_cmd {
+	struct sv_list link;
+	void (*fn)(void *arg);
+	void *arg;
+	bool done;
+};
+
+struct sv_node {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int refcnt;
+
+	struct in_addr addr;         /* device address, network order */
+	uint16_t lid;
+	union ibv_gid gid;
+	uint64_t guid;
+
+	int epfd;
+	struct sv_handler wake_h;    /* eventfd */
+	pthread_t thread;
+	bool stop;
+
+	struct sv_pgroup **groups;
+	uint32_t ngroups;
+	struct sv_list timers;       /* QPs with deadlines */
+	struct sv_list pending;      /* inbound conns awaiting HELLO */
+	struct sv_list cmds;
+	struct sv_list graveyard;    /* closed conns (node lock) */
+	uint8_t *udp_buf;            /* progress thread's datagram buffer */
+};
+
+/* The device's identity, computed once per process. */
+struct sv_addr_plan {
+	struct in_addr addr;
+	uint16_t lid;
+	union ibv_gid gid;
+	uint64_t guid;               /* network order */
+};
+const struct sv_addr_plan *sv_addr_plan(void);
+
+struct sv_node *sv_node_get(void);
+void sv_node_put(struct sv_node *node);
+
+int sv_node_alloc_qpn(struct sv_node *node, struct sv_qp *qp, uint32_t *qpn);
+void sv_node_free_qpn(struct sv_node *node, uint32_t qpn);
+struct sv_qp *sv_node_lookup_qp(struct sv_node *node, uint32_t qpn);
+
+bool sv_node_resolve_lid(struct sv_node *node, uint16_t lid, struct sockaddr_in *out);
+bool sv_node_resolve_gid(struct sv_node *node, const union ibv_gid *gid, struct sockaddr_in *out);
+
+int sv_node_watch(struct sv_node *node, struct sv_handler *h, uint32_t events);
+int sv_node_rewatch(struct sv_node *node, struct sv_handler *h, uint32_t events);
+void sv_node_unwatch(struct sv_node *node, struct sv_handler *h);
+void sv_node_kick(struct sv_node *node);
+/* Run fn(arg) on the progress thread and wait for it. */
+void sv_node_sync(struct sv_node *node, void (*fn)(void *), void *arg);
+/* (Re)compute a QP's place on the timer list; caller holds qp->lock. */
+void sv_node_timer_update(struct sv_node *node, struct sv_qp *qp);
+bool sv_node_on_progress_thread(struct sv_node *node);
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * What the engine needs from a transport, and nothing more.
+ *
+ * A channel (struct sv_conn) is an ordered, reliable, bidirectional byte
+ * stream between one local QP and its peer QP; frames (wire/proto.h) travel
+ * on it.  Each RC/UC QP has an outbound channel (it connected: its requests
+ * go out, responses come back) and an inbound one (the peer connected:
+ * requests come in, responses go out).  Datagrams (UD) go through the port
+ * group's UDP socket.  Readiness is reported by the node's progress thread.
+ */
+#ifndef SV_TRANSPORT_H
+#define SV_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <netinet/in.h>
+
+#include "transport/node.h"
+#include "wire/proto.h"
+
+#define SV_PLACE_MAX_SEG 34     /* max_sge + GRH area + inline */
+
+struct sv_qp;
+
+enum sv_rx_state {
+	SV_RX_HDR,        /* collecting a frame header */
+	SV_RX_PAYLOAD,    /* placing payload bytes */
+};
+
+/* Where incoming payload bytes go: a list of segments, or nowhere (discard). */
+struct sv_place {
+	struct iovec seg[SV_PLACE_MAX_SEG];
+	int nseg, cur;
+	size_t cur_off;
+	bool discard;
+};
+
+/* One frame being transmitted: header plus payload segments. */
+struct sv_txframe {
+	struct sv_wire_hdr hdr;
+	struct iovec seg[SV_PLACE_MAX_SEG];
+	int nseg;
+	size_t total, done;
+	bool in_use;
+	uint32_t wqe_idx;            /* requester: SQ index it belongs to */
+};
+
+#define SV_RESPQ_LEN 32
+
+struct sv_conn {
+	struct sv_handler h;
+	struct sv_node *node;
+	struct sv_qp *qp;            /* owner; NULL until the HELLO names it */
+	struct sv_list pending_link; /* node's inbound conns awaiting HELLO */
+	bool outbound;
+	bool connected;              /* TCP connect finished */
+	bool want_out;               /* EPOLLOUT armed */
+	bool paused;                 /* EPOLLIN disarmed until the QP is ready */
+	bool dead;                   /* EOF or error seen */
+	bool closed;                 /* on the node's graveyard, freed after the batch */
+
+	/* receive machine */
+	enum sv_rx_state rx_state;
+	struct sv_wire_hdr rx_hdr;
+	size_t rx_got;
+	size_t rx_remain;            /* payload bytes still to place */
+	struct sv_place place;
+	uint8_t *rbuf;               /* staging buffer for small frames */
+	size_t rb_start, rb_end;
+
+	/* transmit: requester frame (outbound) or response queue (inbound) */
+	struct sv_txframe req;
+	struct sv_txframe resp[SV_RESPQ_LEN];
+	uint32_t resp_head, resp_tail;
+	struct sv_txframe ctrl;      /* HELLO / HELLO_ACK */
+};
+
+/* tcp/conn.c */
+struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool connected);
+/* Close now, free later: an event for it may still sit in the progress
+ * thread's current batch, so the memory lives until the batch ends. */
+void sv_conn_close(struct sv_conn *c);
+void sv_conn_reap(struct sv_node *node);     /* progress thread: free closed conns */
+void sv_conn_want_out(struct sv_conn *c, bool on);
+void sv_conn_pause(struct sv_conn *c, bool paused);
+ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n);
+ssize_t sv_conn_read(struct sv_conn *c, void *buf, size_t len);
+ssize_t sv_conn_readv(struct sv_conn *c, const struct iovec *iov, int n);
+int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct sv_conn **out);
+
+/* udp/dgram.c */
+int sv_dgram_send(struct sv_node *node, uint32_t src_qpn, const struct sockaddr_in *dst,
+		  const struct iovec *iov, int n);
+
+#endif

@@ -1,0 +1,13 @@
+/* Environment knobs: the one place that reads SOFTVERBS_* variables.
+ *   SOFTVERBS_IP=a.b.c.d       the device's IPv4 address (default: first up non-loopback)
+ *   SOFTVERBS_TRANSPORT=tcp     never use the same-host shared-memory path
+ *   SOFTVERBS_NO_CMA=1          never use cross-memory attach (process_vm_*)
+ *   SOFTVERBS_DEBUG=N           log level on stderr
+ */
+#ifndef SV_UTIL_ENV_H
+#define SV_UTIL_ENV_H
+
+const char *sv_env_str(const char *name);
+int sv_env_int(const char *name, int dflt);
+
+#endif

@@ -1,0 +1,108 @@
+/* Asynchronous events: ibv_get_async_event / ibv_ack_async_event. */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "verbs/sv.h"
+
+/* Count an event handed to the application against its object, so that
+ * destroying the object can wait for the matching acknowledgement. */
+static void count_reported(struct ibv_async_event *ev)
+{
+	switch (ev->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		to_scq(ev->element.cq)->async_reported++;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		to_ssrq(ev->element.srq)->async_reported++;
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		to_sqp(ev->element.qp)->async_reported++;
+		break;
+	default:
+		break;
+	}
+}
+
+int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+	struct sv_context *ctx = to_sctx(context);
+	struct sv_async_ev *e;
+	uint64_t v;
+
+	if (read(context->async_fd, &v, sizeof(v)) != sizeof(v))
+		return -1;
+	pthread_mutex_lock(&ctx->async_lock);
+	if (sv_list_empty(&ctx->async_q)) {
+		pthread_mutex_unlock(&ctx->async_lock);
+		errno = EAGAIN;
+		return -1;
+	}
+	e = sv_container_of(ctx->async_q.next, struct sv_async_ev, link);
+	sv_list_del(&e->link);
+	*event = e->ev;
+	count_reported(event);
+	pthread_mutex_unlock(&ctx->async_lock);
+	free(e);
+	return 0;
+}
+
+static void ack_one(pthread_mutex_t *m, pthread_cond_t *c, uint32_t *completed)
+{
+	pthread_mutex_lock(m);
+	(*completed)++;
+	pthread_cond_broadcast(c);
+	pthread_mutex_unlock(m);
+}
+
+void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR: {
+		struct ibv_cq *cq = event->element.cq;
+
+		ack_one(&cq->mutex, &cq->cond, &cq->async_events_completed);
+		break;
+	}
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED: {
+		struct ibv_srq *srq = event->element.srq;
+
+		ack_one(&srq->mutex, &srq->cond, &srq->events_completed);
+		break;
+	}
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED: {
+		struct ibv_qp *qp = event->element.qp;
+
+		ack_one(&qp->mutex, &qp->cond, &qp->events_completed);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* Wait until the application has acknowledged every event it was given. */
+void sv_wait_acked(pthread_mutex_t *m, pthread_cond_t *c, const uint32_t *completed,
+		   const uint32_t *reported)
+{
+	pthread_mutex_lock(m);
+	while (*completed != __atomic_load_n(reported, __ATOMIC_ACQUIRE))
+		pthread_cond_wait(c, m);
+	pthread_mutex_unlock(m);
+}

@@ -1,0 +1,301 @@
+/* Completion queues: a locked ring of work completions, plain and extended. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/time.h"
+#include "verbs/ops.h"
+#include "verbs/sv.h"
+
+static bool cq_full(const struct sv_cq *cq)
+{
+	return cq->tail - cq->head >= (uint32_t)cq->ibcq.cqe;
+}
+
+bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	bool fire = false, ok = true;
+
+	pthread_mutex_lock(&cq->lock);
+	if (cq_full(cq)) {
+		ok = false;
+		if (!cq->overrun) {
+			struct ibv_async_event ev = { .element.cq = (struct ibv_cq *)&cq->ibcq,
+						      .event_type = IBV_EVENT_CQ_ERR };
+
+			cq->overrun = true;
+			sv_async_post(to_sctx(cq->ibcq.context), &ev);
+		}
+	} else {
+		uint32_t i = cq->tail % cq->size;
+
+		cq->ring[i] = *wc;
+		if (cq->ts)
+			cq->ts[i] = sv_now_ns();
+		__atomic_store_n(&cq->tail, cq->tail + 1, __ATOMIC_RELEASE);
+	}
+	if (cq->armed || (cq->armed_solicited && (solicited || wc->status != IBV_WC_SUCCESS))) {
+		cq->armed = cq->armed_solicited = false;
+		fire = cq->ibcq.channel != NULL;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	if (fire)
+		sv_channel_fire(cq);
+	return ok;
+}
+
+int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	struct sv_cq *cq = to_scq(ibcq);
+	int n = 0;
+
+	if (num_entries < 0)
+		return -1;
+	/* Cheap emptiness check first: pollers spin here. */
+	if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == cq->head)
+		return 0;
+	pthread_mutex_lock(&cq->lock);
+	while (n < num_entries && cq->head != cq->tail) {
+		wc[n++] = cq->ring[cq->head % cq->size];
+		cq->head++;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return n;
+}
+
+int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct sv_cq *cq = to_scq(ibcq);
+
+	pthread_mutex_lock(&cq->lock);
+	if (solicited_only)
+		cq->armed_solicited = true;
+	else
+		cq->armed = true;
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+int sv_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr)
+{
+	/* Moderation is a hint; completions are always delivered at once. */
+	if (attr->attr_mask & ~(uint32_t)IBV_CQ_ATTR_MODERATE)
+		return EINVAL;
+	return 0;
+}
+
+/* ---- extended CQ: iterator and field accessors ---- */
+
+static struct sv_cq *cur(struct ibv_cq_ex *c) { return to_scq_ex(c); }
+
+static int load_cur(struct sv_cq *cq)
+{
+	uint32_t i;
+
+	if (cq->head == cq->tail)
+		return ENOENT;
+	i = cq->head % cq->size;
+	cq->cur = cq->ring[i];
+	cq->cur_ts = cq->ts ? cq->ts[i] : 0;
+	cq->head++;
+	cq->ibcq.wr_id = cq->cur.wr_id;
+	cq->ibcq.status = cq->cur.status;
+	return 0;
+}
+
+static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
+{
+	struct sv_cq *cq = cur(c);
+	int ret;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_mutex_lock(&cq->lock);
+	ret = load_cur(cq);
+	if (ret)
+		pthread_mutex_unlock(&cq->lock);
+	return ret;
+}
+
+static int ex_next_poll(struct ibv_cq_ex *c) { return load_cur(cur(c)); }
+static void ex_end_poll(struct ibv_cq_ex *c) { pthread_mutex_unlock(&cur(c)->lock); }
+static enum ibv_wc_opcode ex_opcode(struct ibv_cq_ex *c) { return cur(c)->cur.opcode; }
+static uint32_t ex_vendor_err(struct ibv_cq_ex *c) { return cur(c)->cur.vendor_err; }
+static uint32_t ex_byte_len(struct ibv_cq_ex *c) { return cur(c)->cur.byte_len; }
+static __be32 ex_imm(struct ibv_cq_ex *c) { return cur(c)->cur.imm_data; }
+static uint32_t ex_qp_num(struct ibv_cq_ex *c) { return cur(c)->cur.qp_num; }
+static uint32_t ex_src_qp(struct ibv_cq_ex *c) { return cur(c)->cur.src_qp; }
+static unsigned int ex_wc_flags(struct ibv_cq_ex *c) { return cur(c)->cur.wc_flags; }
+static uint32_t ex_slid(struct ibv_cq_ex *c) { return cur(c)->cur.slid; }
+static uint8_t ex_sl(struct ibv_cq_ex *c) { return cur(c)->cur.sl; }
+static uint8_t ex_path_bits(struct ibv_cq_ex *c) { return cur(c)->cur.dlid_path_bits; }
+static uint64_t ex_ts(struct ibv_cq_ex *c) { return cur(c)->cur_ts; }
+static uint16_t ex_cvlan(struct ibv_cq_ex *c) { return 0; }
+static uint32_t ex_flow_tag(struct ibv_cq_ex *c) { return 0; }
+static void ex_tm_info(struct ibv_cq_ex *c, struct ibv_wc_tm_info *tm) { memset(tm, 0, sizeof(*tm)); }
+
+static uint64_t ex_wallclock(struct ibv_cq_ex *c)
+{
+	struct timespec ts;
+
+	/* Timestamps are taken on CLOCK_MONOTONIC; convert to realtime ns. */
+	uint64_t mono = sv_now_ns(), real;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	real = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return real - (mono - cur(c)->cur_ts);
+}
+
+void sv_cq_init_ex_ops(struct sv_cq *cq)
+{
+	struct ibv_cq_ex *c = &cq->ibcq;
+
+	c->start_poll = ex_start_poll;
+	c->next_poll = ex_next_poll;
+	c->end_poll = ex_end_poll;
+	c->read_opcode = ex_opcode;
+	c->read_vendor_err = ex_vendor_err;
+	c->read_byte_len = ex_byte_len;
+	c->read_imm_data = ex_imm;
+	c->read_qp_num = ex_qp_num;
+	c->read_src_qp = ex_src_qp;
+	c->read_wc_flags = ex_wc_flags;
+	c->read_slid = ex_slid;
+	c->read_sl = ex_sl;
+	c->read_dlid_path_bits = ex_path_bits;
+	c->read_completion_ts = ex_ts;
+	c->read_cvlan = ex_cvlan;
+	c->read_flow_tag = ex_flow_tag;
+	c->read_tm_info = ex_tm_info;
+	c->read_completion_wallclock_ns = ex_wallclock;
+}
+
+/* ---- create, resize, destroy ---- */
+
+#define SV_CQ_SUP_WC_FLAGS (IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
+			    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+
+static int cq_alloc_ring(struct sv_cq *cq, uint32_t cqe, bool with_ts)
+{
+	cq->size = cqe + 1;
+	cq->ring = calloc(cq->size, sizeof(*cq->ring));
+	cq->ts = with_ts ? calloc(cq->size, sizeof(*cq->ts)) : NULL;
+	return cq->ring && (cq->ts || !with_ts) ? 0 : ENOMEM;
+}
+
+static struct sv_cq *cq_create(struct ibv_context *context, struct ibv_cq_init_attr_ex *a)
+{
+	struct sv_cq *cq;
+	int err = 0;
+
+	if (!a->cqe || a->cqe > SV_MAX_CQE || a->comp_vector >= (uint32_t)context->num_comp_vectors)
+		err = EINVAL;
+	else if (a->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD))
+		err = EOPNOTSUPP;
+	else if (a->wc_flags & ~(uint64_t)SV_CQ_SUP_WC_FLAGS)
+		err = EOPNOTSUPP;
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq || cq_alloc_ring(cq, a->cqe, a->wc_flags & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+					IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK))) {
+		if (cq) {
+			free(cq->ring);
+			free(cq->ts);
+		}
+		free(cq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&cq->lock, NULL);
+	cq->ibcq.context = context;
+	cq->ibcq.channel = a->channel;
+	cq->ibcq.cq_context = a->cq_context;
+	cq->ibcq.cqe = a->cqe;
+	cq->wc_flags = a->wc_flags;
+	pthread_mutex_init(&cq->ibcq.mutex, NULL);
+	pthread_cond_init(&cq->ibcq.cond, NULL);
+	sv_list_init(&cq->fired_link);
+	sv_cq_init_ex_ops(cq);
+	if (a->channel)
+		__atomic_add_fetch(&to_sch(a->channel)->refcnt, 1, __ATOMIC_RELEASE);
+	return cq;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct ibv_cq_init_attr_ex a = { .cqe = cqe > 0 ? (uint32_t)cqe : 0,
+					 .cq_context = cq_context, .channel = channel,
+					 .comp_vector = comp_vector >= 0 ? (uint32_t)comp_vector : ~0u };
+	struct sv_cq *cq = cq_create(context, &a);
+
+	return cq ? (struct ibv_cq *)&cq->ibcq : NULL;
+}
+
+struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *a)
+{
+	struct sv_cq *cq = cq_create(context, a);
+
+	return cq ? &cq->ibcq : NULL;
+}
+
+int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct sv_cq *cq = to_scq(ibcq), tmp = { 0 };
+	uint32_t n;
+
+	if (cqe <= 0 || cqe > SV_MAX_CQE)
+		return EINVAL;
+	pthread_mutex_lock(&cq->lock);
+	n = cq->tail - cq->head;
+	if ((uint32_t)cqe < n) {
+		pthread_mutex_unlock(&cq->lock);
+		return EINVAL;
+	}
+	if (cq_alloc_ring(&tmp, cqe, cq->ts != NULL)) {
+		free(tmp.ring);
+		free(tmp.ts);
+		pthread_mutex_unlock(&cq->lock);
+		return ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		tmp.ring[i] = cq->ring[(cq->head + i) % cq->size];
+		if (tmp.ts)
+			tmp.ts[i] = cq->ts[(cq->head + i) % cq->size];
+	}
+	free(cq->ring);
+	free(cq->ts);
+	cq->ring = tmp.ring;
+	cq->ts = tmp.ts;
+	cq->size = tmp.size;
+	cq->head = 0;
+	cq->tail = n;
+	cq->ibcq.cqe = cqe;
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct sv_cq *cq = to_scq(ibcq);
+
+	if (__atomic_load_n(&cq->refcnt, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	if (ibcq->channel) {
+		sv_channel_forget(cq);
+		/* ibv_destroy_cq(3): waits until every event it got is acked. */
+		sv_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->comp_events_completed,
+			      &cq->events_reported);
+		__atomic_sub_fetch(&to_sch(ibcq->channel)->refcnt, 1, __ATOMIC_RELEASE);
+	}
+	sv_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed,
+		      &cq->async_reported);
+	pthread_mutex_destroy(&cq->lock);
+	free(cq->ring);
+	free(cq->ts);
+	free(cq);
+	return 0;
+}

@@ -1,0 +1,198 @@
+/*
+ * Memory regions and the key table.
+ *
+ * A key is (slot << 8) | generation: lkey == rkey.  The table is per process
+ * and guarded by one rwlock: the engine holds it for reading while it copies
+ * into or out of registered memory, so ibv_dereg_mr (write lock) returns only
+ * once no copy into that region is in progress; later accesses fail the
+ * lookup.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs/sv.h"
+
+static pthread_rwlock_t mr_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct sv_mr **mr_table;
+static uint32_t mr_slots;
+static uint8_t *mr_gen;
+
+#define SV_MR_MANDATORY_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | \
+	IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)
+
+void sv_mr_rdlock(void) { pthread_rwlock_rdlock(&mr_lock); }
+void sv_mr_unlock(void) { pthread_rwlock_unlock(&mr_lock); }
+
+static bool access_ok(unsigned int have, enum sv_access_dir dir)
+{
+	switch (dir) {
+	case SV_LOCAL_READ:    return true;
+	case SV_LOCAL_WRITE:   return have & IBV_ACCESS_LOCAL_WRITE;
+	case SV_REMOTE_READ:   return have & IBV_ACCESS_REMOTE_READ;
+	case SV_REMOTE_WRITE:  return have & IBV_ACCESS_REMOTE_WRITE;
+	case SV_REMOTE_ATOMIC: return have & IBV_ACCESS_REMOTE_ATOMIC;
+	}
+	return false;
+}
+
+void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len,
+		      enum sv_access_dir dir)
+{
+	uint32_t slot = key >> 8;
+	struct sv_mr *mr;
+
+	if (!len)
+		return (void *)(uintptr_t)1;    /* nothing is touched */
+	if (slot >= mr_slots || mr_gen[slot] != (key & 0xff))
+		return NULL;
+	mr = mr_table[slot];
+	if (!mr || mr->ibmr.pd != pd || !access_ok(mr->access, dir))
+		return NULL;
+	if (addr < mr->iova || len > mr->ibmr.length || addr - mr->iova > mr->ibmr.length - len)
+		return NULL;
+	return (uint8_t *)mr->ibmr.addr + (addr - mr->iova);
+}
+
+static int table_insert(struct sv_mr *mr)
+{
+	uint32_t slot;
+
+	for (slot = 1; slot < mr_slots; slot++)
+		if (!mr_table[slot])
+			break;
+	if (slot >= mr_slots) {
+		uint32_t n = mr_slots ? mr_slots * 2 : 64;
+		struct sv_mr **t = realloc(mr_table, n * sizeof(*t));
+		uint8_t *g;
+
+		if (!t)
+			return ENOMEM;
+		mr_table = t;
+		g = realloc(mr_gen, n);
+		if (!g)
+			return ENOMEM;
+		mr_gen = g;
+		memset(mr_table + mr_slots, 0, (n - mr_slots) * sizeof(*t));
+		memset(mr_gen + mr_slots, 0, n - mr_slots);
+		if (!mr_slots)
+			slot = 1;                      /* key 0 is never valid */
+		mr_slots = n;
+	}
+	if (slot >= (1u << 24))
+		return ENOMEM;
+	mr_gen[slot]++;
+	mr_table[slot] = mr;
+	mr->index = slot;
+	mr->ibmr.lkey = mr->ibmr.rkey = (slot << 8) | mr_gen[slot];
+	return 0;
+}
+
+static int check_access(unsigned int access)
+{
+	unsigned int mandatory = access & ~IBV_ACCESS_OPTIONAL_RANGE;
+
+	if (mandatory & ~SV_MR_MANDATORY_ACCESS)
+		return EINVAL;
+	/* Remote write or atomic rights need local write (ibv_reg_mr(3)). */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return EINVAL;
+	return 0;
+}
+
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+				uint64_t iova, unsigned int access)
+{
+	struct sv_mr *mr;
+	int err = check_access(access);
+
+	if (!err && !addr && length && !(access & IBV_ACCESS_ON_DEMAND))
+		err = EFAULT;
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mr->ibmr.context = pd->context;
+	mr->ibmr.pd = pd;
+	mr->ibmr.addr = addr;
+	mr->ibmr.length = length;
+	mr->access = access;
+	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
+	pthread_rwlock_wrlock(&mr_lock);
+	err = table_insert(mr);
+	pthread_rwlock_unlock(&mr_lock);
+	if (err) {
+		free(mr);
+		errno = err;
+		return NULL;
+	}
+	sv_pd_get(pd);
+	return &mr->ibmr;
+}
+
+#undef ibv_reg_mr
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, access);
+}
+
+#undef ibv_reg_mr_iova
+struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+			       uint64_t iova, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, iova, access);
+}
+
+int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
+		 size_t length, int access)
+{
+	struct sv_mr *mr = to_smr(ibmr);
+
+	if (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED || !flags)
+		return IBV_REREG_MR_ERR_INPUT;
+	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && check_access(access))
+		return IBV_REREG_MR_ERR_INPUT;
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && !addr && length)
+		return IBV_REREG_MR_ERR_INPUT;
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && !pd)
+		return IBV_REREG_MR_ERR_INPUT;
+
+	pthread_rwlock_wrlock(&mr_lock);
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->ibmr.addr = addr;
+		mr->ibmr.length = length;
+		mr->iova = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : (uintptr_t)addr;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		mr->access = access;
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		sv_pd_put(mr->ibmr.pd);
+		sv_pd_get(pd);
+		mr->ibmr.pd = pd;
+	}
+	/* New keys, as after a real re-registration: old rkeys stop working. */
+	mr_gen[mr->index]++;
+	mr->ibmr.lkey = mr->ibmr.rkey = (mr->index << 8) | mr_gen[mr->index];
+	pthread_rwlock_unlock(&mr_lock);
+	return 0;
+}
+
+int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct sv_mr *mr = to_smr(ibmr);
+
+	pthread_rwlock_wrlock(&mr_lock);
+	mr_table[mr->index] = NULL;
+	pthread_rwlock_unlock(&mr_lock);
+	sv_pd_put(mr->ibmr.pd);
+	free(mr);
+	return 0;
+}

@@ -1,0 +1,167 @@
+/* ibv_post_send / ibv_post_recv: validate, queue, and kick the requester. */
+#include <errno.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "verbs/ops.h"
+#include "verbs/sv.h"
+
+/* Which work request opcodes each QP type may post. */
+static bool opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return true;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return t == IBV_QPT_RC || t == IBV_QPT_UC;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return t == IBV_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+static bool sq_state_ok(enum ibv_qp_state s)
+{
+	return s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE || s == IBV_QPS_ERR;
+}
+
+/* Copy a validated WR into the next SQ slot.  Returns an errno. */
+int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr)
+{
+	struct sv_sq *sq = &qp->sq;
+	struct sv_swqe *w;
+	uint64_t len = 0;
+	bool is_inline = (wr->send_flags & IBV_SEND_INLINE) &&
+			 wr->opcode != IBV_WR_RDMA_READ &&
+			 wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+			 wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
+
+	if (!opcode_ok(qp->ibqp.qp_base.qp_type, wr->opcode))
+		return EINVAL;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > sq->max_sge)
+		return EINVAL;
+	if (sq->tail - sq->head >= sq->max_wr)
+		return ENOMEM;
+	for (int i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	if (is_inline && len > sq->max_inline)
+		return EINVAL;
+	if ((wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
+	    (wr->num_sge != 1 || wr->sg_list[0].length != 8))
+		return EINVAL;
+	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
+		return EINVAL;
+
+	w = sv_sq_at(sq, sq->tail);
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = wr->send_flags;
+	w->imm = wr->imm_data;
+	w->length = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+	w->is_inline = is_inline;
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+		break;
+	default:
+		break;
+	}
+	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD) {
+		struct sv_ah *ah = to_sah(wr->wr.ud.ah);
+
+		w->ud_dst = ah->dst;
+		w->ud_qpn = wr->wr.ud.remote_qpn;
+		w->ud_qkey = wr->wr.ud.remote_qkey;
+		w->ud_grh = ah->attr.is_global;
+	}
+	if (is_inline) {
+		uint8_t *dst = (uint8_t *)&w->sge[sq->max_sge];
+
+		/* Inline data is copied now: the buffers may be reused at once. */
+		for (int i = 0; i < wr->num_sge; i++) {
+			memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+			dst += wr->sg_list[i].length;
+		}
+		w->num_sge = 0;
+	} else {
+		w->num_sge = wr->num_sge;
+		for (int i = 0; i < wr->num_sge; i++) {
+			w->sge[i].addr = wr->sg_list[i].addr;
+			w->sge[i].length = wr->sg_list[i].length;
+			w->sge[i].lkey = wr->sg_list[i].lkey;
+		}
+	}
+	w->psn = qp->next_psn;
+	qp->next_psn = (qp->next_psn + 1) & 0xffffff;
+	w->state = SV_SWQE_POSTED;
+	sq->tail++;
+	return 0;
+}
+
+/* After queueing: an ERR QP flushes at once, others transmit. */
+void sv_sq_doorbell(struct sv_qp *qp)
+{
+	if (qp->attr.qp_state == IBV_QPS_ERR)
+		sv_qp_flush(qp);
+	else
+		sv_req_kick(qp);
+}
+
+int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct sv_qp *qp = to_sqp(ibqp);
+	int ret = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	if (!sq_state_ok(qp->attr.qp_state)) {
+		*bad_wr = wr;
+		ret = EINVAL;
+		goto out;
+	}
+	for (; wr; wr = wr->next) {
+		ret = sv_sq_enqueue(qp, wr);
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	sv_sq_doorbell(qp);
+out:
+	pthread_mutex_unlock(&qp->lock);
+	return ret;
+}
+
+int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct sv_qp *qp = to_sqp(ibqp);
+	int ret;
+
+	pthread_mutex_lock(&qp->lock);
+	/* ibv_post_recv(3): a QP attached to an SRQ takes its receives there. */
+	if (qp->srq || qp->attr.qp_state == IBV_QPS_RESET) {
+		*bad_wr = wr;
+		pthread_mutex_unlock(&qp->lock);
+		return EINVAL;
+	}
+	ret = sv_rq_post(&qp->rq, wr, bad_wr);
+	if (qp->attr.qp_state == IBV_QPS_ERR)
+		sv_qp_flush(qp);
+	pthread_mutex_unlock(&qp->lock);
+	return ret;
+}

@@ -1,0 +1,294 @@
+/* Queue pairs: create, query, destroy, the error state and flushing. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "transport/node.h"
+#include "util/log.h"
+#include "verbs/ops.h"
+#include "verbs/sv.h"
+
+uint64_t sv_qp_ack_timeout_ns(const struct sv_qp *qp)
+{
+	/* 4.096 us * 2^timeout; 0 means infinite. */
+	if (!qp->attr.timeout)
+		return 0;
+	return 4096ull << qp->attr.timeout;
+}
+
+/* The IB spec's encoding of the RNR NAK timer, in microseconds. */
+uint64_t sv_rnr_timer_ns(uint8_t t)
+{
+	static const uint32_t us[32] = {
+		655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920,
+		2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440, 81920,
+		122880, 163840, 245760, 327680, 491520 };
+
+	return (uint64_t)us[t & 31] * 1000;
+}
+
+void sv_qp_async(struct sv_qp *qp, enum ibv_event_type type)
+{
+	struct ibv_async_event ev = { .element.qp = &qp->ibqp.qp_base, .event_type = type };
+
+	sv_async_post(to_sctx(qp->ibqp.qp_base.context), &ev);
+}
+
+static void flush_rq(struct sv_qp *qp)
+{
+	struct ibv_wc wc = { .status = IBV_WC_WR_FLUSH_ERR, .opcode = IBV_WC_RECV,
+			     .qp_num = qp->ibqp.qp_base.qp_num };
+
+	if (qp->srq)
+		return;         /* an SRQ's WQEs belong to the SRQ, not to this QP */
+	while (qp->rq.head != qp->rq.tail) {
+		wc.wr_id = sv_rq_at(&qp->rq, qp->rq.head)->wr_id;
+		qp->rq.head++;
+		sv_cq_push(qp->rcq, &wc, false);
+	}
+}
+
+/* Complete every outstanding WQE with WR_FLUSH_ERR (QP in ERR). */
+void sv_qp_flush(struct sv_qp *qp)
+{
+	for (uint32_t i = qp->sq.head; i != qp->sq.tail; i++) {
+		struct sv_swqe *w = sv_sq_at(&qp->sq, i);
+
+		if (w->state != SV_SWQE_DONE) {
+			w->state = SV_SWQE_DONE;
+			w->status = IBV_WC_WR_FLUSH_ERR;
+		}
+	}
+	qp->sq.next = qp->sq.tail;
+	sv_comp_reap(qp);
+	flush_rq(qp);
+}
+
+void sv_qp_to_error(struct sv_qp *qp)
+{
+	bool was_err = qp->attr.qp_state == IBV_QPS_ERR && qp->ibqp.qp_base.state == IBV_QPS_ERR &&
+		       !qp->out && !qp->in;
+
+	qp->attr.qp_state = qp->attr.cur_qp_state = IBV_QPS_ERR;
+	qp->ibqp.qp_base.state = IBV_QPS_ERR;
+	sv_engine_qp_teardown(qp);
+	qp->ack_deadline = qp->rnr_deadline = qp->link_deadline = 0;
+	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
+	sv_qp_flush(qp);
+	if (!was_err && qp->srq)
+		sv_qp_async(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
+}
+
+/* ---- create ---- */
+
+static int check_caps(struct ibv_qp_init_attr_ex *a)
+{
+	struct ibv_qp_cap *c = &a->cap;
+
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
+		return EOPNOTSUPP;
+	if (!a->send_cq || !a->recv_cq)
+		return EINVAL;
+	if (c->max_send_wr > SV_MAX_QP_WR || c->max_send_sge > SV_MAX_SGE ||
+	    c->max_inline_data > SV_MAX_INLINE)
+		return EINVAL;
+	if (!a->srq && (c->max_recv_wr > SV_MAX_QP_WR || c->max_recv_sge > SV_MAX_SGE))
+		return EINVAL;
+	return 0;
+}
+
+#define SV_SUP_SEND_OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | \
+	IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+
+static int sq_init(struct sv_sq *sq, struct ibv_qp_cap *c)
+{
+	sq->max_wr = c->max_send_wr ? c->max_send_wr : 1;
+	sq->max_sge = c->max_send_sge ? c->max_send_sge : 1;
+	/* Inline data of at least 64 bytes is always available (tools rely on it). */
+	sq->max_inline = c->max_inline_data > 64 ? c->max_inline_data : 64;
+	sq->stride = (sizeof(struct sv_swqe) + sq->max_sge * sizeof(struct sv_sge) +
+		      sq->max_inline + 7) & ~7u;
+	sq->buf = calloc(sq->max_wr, sq->stride);
+	return sq->buf ? 0 : ENOMEM;
+}
+
+static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a)
+{
+	struct sv_node *node = to_sctx(context)->node;
+	struct sv_qp *qp;
+	uint32_t qpn;
+	int err = check_caps(a);
+
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = sq_init(&qp->sq, &a->cap);
+	if (!err && !a->srq)
+		err = sv_rq_init(&qp->rq, a->cap.max_recv_wr, a->cap.max_recv_sge);
+	if (!err)
+		err = sv_node_alloc_qpn(node, qp, &qpn);
+	if (err) {
+		free(qp->sq.buf);
+		sv_rq_free(&qp->rq);
+		free(qp);
+		errno = err;
+		return NULL;
+	}
+	pthread_mutex_init(&qp->lock, NULL);
+	sv_list_init(&qp->timer_link);
+	qp->scq = to_scq(a->send_cq);
+	qp->rcq = to_scq(a->recv_cq);
+	qp->srq = a->srq ? to_ssrq(a->srq) : NULL;
+	qp->sq_sig_all = a->sq_sig_all;
+	qp->cap.max_send_wr = qp->sq.max_wr;
+	qp->cap.max_send_sge = qp->sq.max_sge;
+	qp->cap.max_inline_data = qp->sq.max_inline;
+	qp->cap.max_recv_wr = qp->srq ? 0 : qp->rq.max_wr;
+	qp->cap.max_recv_sge = qp->srq ? 0 : qp->rq.max_sge;
+	a->cap = qp->cap;
+
+	struct ibv_qp *q = &qp->ibqp.qp_base;
+	q->context = context;
+	q->qp_context = a->qp_context;
+	q->pd = a->pd;
+	q->send_cq = a->send_cq;
+	q->recv_cq = a->recv_cq;
+	q->srq = a->srq;
+	q->handle = qpn;
+	q->qp_num = qpn;
+	q->qp_type = a->qp_type;
+	q->state = IBV_QPS_RESET;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	qp->attr.qp_state = qp->attr.cur_qp_state = IBV_QPS_RESET;
+	qp->attr.path_mtu = IBV_MTU_4096;
+	qp->attr.port_num = 1;
+	qp->attr.cap = qp->cap;
+	qp->send_ops_flags = (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ?
+			     a->send_ops_flags : 0;
+	sv_qp_init_ex_ops(qp);
+
+	__atomic_add_fetch(&qp->scq->refcnt, 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&qp->rcq->refcnt, 1, __ATOMIC_RELEASE);
+	if (qp->srq)
+		__atomic_add_fetch(&qp->srq->refcnt, 1, __ATOMIC_RELEASE);
+	sv_pd_get(a->pd);
+	sv_info("created qp %u type %d", qpn, a->qp_type);
+	return qp;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
+{
+	struct ibv_qp_init_attr_ex a;
+	struct sv_qp *qp;
+
+	memset(&a, 0, sizeof(a));
+	memcpy(&a, init, sizeof(*init));
+	a.comp_mask = IBV_QP_INIT_ATTR_PD;
+	a.pd = pd;
+	qp = qp_create(pd->context, &a);
+	if (!qp)
+		return NULL;
+	init->cap = a.cap;
+	return &qp->ibqp.qp_base;
+}
+
+struct ibv_qp *sv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *a)
+{
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	struct sv_qp *qp;
+
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || (a->comp_mask & ~known)) {
+		errno = (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) ? EOPNOTSUPP :
+			!(a->comp_mask & IBV_QP_INIT_ATTR_PD) ? EINVAL : EOPNOTSUPP;
+		return NULL;
+	}
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (a->send_ops_flags & ~(uint64_t)SV_SUP_SEND_OPS)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = qp_create(context, a);
+	return qp ? &qp->ibqp.qp_base : NULL;
+}
+
+struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	struct sv_qp *sqp = to_sqp(qp);
+
+	if (!sqp->send_ops_flags) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return &sqp->ibqp;
+}
+
+int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+		 struct ibv_qp_init_attr *init)
+{
+	struct sv_qp *qp = to_sqp(ibqp);
+
+	pthread_mutex_lock(&qp->lock);
+	*attr = qp->attr;
+	attr->cap = qp->cap;
+	attr->sq_draining = 0;
+	pthread_mutex_unlock(&qp->lock);
+	memset(init, 0, sizeof(*init));
+	init->qp_context = ibqp->qp_context;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = qp->cap;
+	init->qp_type = ibqp->qp_type;
+	init->sq_sig_all = qp->sq_sig_all;
+	return 0;
+}
+
+int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
+{
+	/* Payload is placed in order, before the completion that reports it. */
+	return flags ? 0 : 1;
+}
+
+/* ---- destroy ---- */
+
+static void qp_unlink(void *arg)
+{
+	struct sv_qp *qp = arg;
+	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
+
+	/* On the progress thread: no handler can be running for its channels. */
+	sv_node_free_qpn(node, qp->ibqp.qp_base.qp_num);
+	pthread_mutex_lock(&qp->lock);
+	sv_engine_qp_teardown(qp);
+	qp->ack_deadline = qp->rnr_deadline = qp->link_deadline = 0;
+	sv_node_timer_update(node, qp);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct sv_qp *qp = to_sqp(ibqp);
+	struct sv_node *node = to_sctx(ibqp->context)->node;
+
+	sv_node_sync(node, qp_unlink, qp);
+	sv_wait_acked(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, &qp->async_reported);
+	__atomic_sub_fetch(&qp->scq->refcnt, 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&qp->rcq->refcnt, 1, __ATOMIC_RELEASE);
+	if (qp->srq)
+		__atomic_sub_fetch(&qp->srq->refcnt, 1, __ATOMIC_RELEASE);
+	sv_pd_put(ibqp->pd);
+	free(qp->sq.buf);
+	sv_rq_free(&qp->rq);
+	pthread_mutex_destroy(&qp->lock);
+	free(qp);
+	return 0;
+}

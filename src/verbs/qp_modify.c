@@ -1,0 +1,263 @@
+/*
+ * The QP state machine: which transitions exist, which attributes each one
+ * requires and allows per QP type (the InfiniBand spec's modify-QP table),
+ * and what each transition does.  A wrong mask is EINVAL.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "transport/node.h"
+#include "util/log.h"
+#include "verbs/sv.h"
+
+enum { T_RC, T_UC, T_UD, T_NTYPES };
+
+struct sv_transition {
+	uint32_t req[T_NTYPES];
+	uint32_t opt[T_NTYPES];
+	bool valid;
+};
+
+#define RC_UC(x) { [T_RC] = (x), [T_UC] = (x) }
+
+static const struct sv_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
+	[IBV_QPS_RESET] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR]   = { .valid = true },
+		[IBV_QPS_INIT]  = { .valid = true,
+			.req = { [T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				 [T_UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				 [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY } },
+	},
+	[IBV_QPS_INIT] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR]   = { .valid = true },
+		[IBV_QPS_INIT]  = { .valid = true,
+			.opt = { [T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				 [T_UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				 [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY } },
+		[IBV_QPS_RTR]   = { .valid = true,
+			.req = { [T_RC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					  IBV_QP_MIN_RNR_TIMER,
+				 [T_UC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					  IBV_QP_RQ_PSN },
+			.opt = { [T_RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+				 [T_UC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+				 [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY } },
+	},
+	[IBV_QPS_RTR] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR]   = { .valid = true },
+		[IBV_QPS_RTS]   = { .valid = true,
+			.req = { [T_RC] = IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
+				 [T_UC] = IBV_QP_SQ_PSN, [T_UD] = IBV_QP_SQ_PSN },
+			.opt = { [T_RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					  IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
+				 [T_UC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					  IBV_QP_PATH_MIG_STATE,
+				 [T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY } },
+	},
+	[IBV_QPS_RTS] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR]   = { .valid = true },
+		[IBV_QPS_RTS]   = { .valid = true,
+			.opt = { [T_RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+					  IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER,
+				 [T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+					  IBV_QP_PATH_MIG_STATE,
+				 [T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY } },
+		[IBV_QPS_SQD]   = { .valid = true,
+			.opt = { [T_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY, [T_UC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				 [T_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY } },
+	},
+	[IBV_QPS_SQD] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR]   = { .valid = true },
+		[IBV_QPS_RTS]   = { .valid = true,
+			.opt = { [T_RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+					  IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER,
+				 [T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+					  IBV_QP_PATH_MIG_STATE,
+				 [T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY } },
+		[IBV_QPS_SQD]   = { .valid = true,
+			.opt = { [T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY | IBV_QP_AV |
+					  IBV_QP_ACCESS_FLAGS | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
+					  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER |
+					  IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE,
+				 [T_UC] = IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					  IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE,
+				 [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY } },
+	},
+	[IBV_QPS_SQE] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR]   = { .valid = true },
+		[IBV_QPS_RTS]   = { .valid = true,
+			.opt = { [T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS,
+				 [T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY } },
+	},
+	[IBV_QPS_ERR] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR]   = { .valid = true },
+	},
+};
+
+static int type_index(enum ibv_qp_type t)
+{
+	return t == IBV_QPT_RC ? T_RC : t == IBV_QPT_UC ? T_UC : T_UD;
+}
+
+/* Values the device cannot take, whatever the transition. */
+static int check_values(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	const unsigned int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+	if ((mask & IBV_QP_PORT) && a->port_num != 1)
+		return EINVAL;
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0)
+		return EINVAL;
+	if ((mask & IBV_QP_ACCESS_FLAGS) && (a->qp_access_flags & ~acc))
+		return EINVAL;
+	if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > SV_MAX_RD_ATOM)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > SV_MAX_RD_ATOM)
+		return EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
+		return EINVAL;
+	if ((mask & IBV_QP_AV) && qp->ibqp.qp_base.qp_type != IBV_QPT_UD &&
+	    sv_ah_resolve(qp->ibqp.qp_base.context, &a->ah_attr, &qp->peer))
+		return EINVAL;
+	return 0;
+}
+
+static void copy_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	struct ibv_qp_attr *q = &qp->attr;
+
+	if (mask & IBV_QP_PKEY_INDEX) q->pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT) q->port_num = a->port_num;
+	if (mask & IBV_QP_QKEY) q->qkey = a->qkey;
+	if (mask & IBV_QP_ACCESS_FLAGS) q->qp_access_flags = a->qp_access_flags;
+	if (mask & IBV_QP_AV) q->ah_attr = a->ah_attr;
+	if (mask & IBV_QP_ALT_PATH) {
+		q->alt_ah_attr = a->alt_ah_attr;
+		q->alt_pkey_index = a->alt_pkey_index;
+		q->alt_port_num = a->alt_port_num;
+		q->alt_timeout = a->alt_timeout;
+	}
+	if (mask & IBV_QP_PATH_MTU) q->path_mtu = a->path_mtu;
+	if (mask & IBV_QP_DEST_QPN) q->dest_qp_num = a->dest_qp_num;
+	if (mask & IBV_QP_RQ_PSN) q->rq_psn = a->rq_psn & 0xffffff;
+	if (mask & IBV_QP_SQ_PSN) q->sq_psn = a->sq_psn & 0xffffff;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) q->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC) q->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER) q->min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_TIMEOUT) q->timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT) q->retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY) q->rnr_retry = a->rnr_retry;
+	if (mask & IBV_QP_PATH_MIG_STATE) q->path_mig_state = a->path_mig_state;
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) q->en_sqd_async_notify = a->en_sqd_async_notify;
+	qp->attr_mask_set |= mask;
+}
+
+/* Back to a freshly created QP: queues emptied without completions. */
+static void qp_reset(struct sv_qp *qp)
+{
+	sv_engine_qp_teardown(qp);
+	qp->sq.head = qp->sq.next = qp->sq.tail = 0;
+	qp->rq.head = qp->rq.tail = 0;
+	qp->rd_outstanding = qp->retries = qp->rnr_retries = 0;
+	qp->ack_deadline = qp->rnr_deadline = qp->link_deadline = 0;
+	qp->rnr_wait = qp->nak_sent = qp->comm_est_sent = false;
+	qp->link = SV_LINK_IDLE;
+	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
+}
+
+static void set_state(struct sv_qp *qp, enum ibv_qp_state s)
+{
+	qp->attr.qp_state = s;
+	qp->attr.cur_qp_state = s;
+	qp->ibqp.qp_base.state = s;
+}
+
+static void apply_transition(struct sv_qp *qp, enum ibv_qp_state cur, enum ibv_qp_state next)
+{
+	set_state(qp, next);
+	switch (next) {
+	case IBV_QPS_RESET:
+		qp_reset(qp);
+		break;
+	case IBV_QPS_ERR:
+		if (cur != IBV_QPS_ERR)
+			sv_qp_to_error(qp);
+		break;
+	case IBV_QPS_RTR:
+		if (cur == IBV_QPS_INIT) {
+			qp->epsn = qp->attr.rq_psn;
+			qp->peer_qpn = qp->attr.dest_qp_num;
+			if (qp->ibqp.qp_base.qp_type != IBV_QPT_UD)
+				sv_req_start_link(qp);
+		}
+		sv_engine_qp_ready(qp);
+		break;
+	case IBV_QPS_RTS:
+		if (cur == IBV_QPS_RTR)
+			qp->next_psn = qp->attr.sq_psn;
+		sv_engine_qp_ready(qp);
+		sv_req_kick(qp);
+		break;
+	default:
+		break;
+	}
+}
+
+int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct sv_qp *qp = to_sqp(ibqp);
+	enum ibv_qp_state cur, next;
+	const struct sv_transition *t;
+	int ti = type_index(ibqp->qp_type), ret;
+	uint32_t allowed;
+
+	pthread_mutex_lock(&qp->lock);
+	cur = qp->attr.qp_state;
+	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {
+		ret = EINVAL;
+		goto out;
+	}
+	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	if (next > IBV_QPS_ERR || cur > IBV_QPS_ERR) {
+		ret = EINVAL;
+		goto out;
+	}
+	t = &qp_table[cur][next];
+	allowed = IBV_QP_STATE | t->req[ti] | t->opt[ti];
+	if (!t->valid || (mask & t->req[ti]) != t->req[ti] || (mask & ~allowed)) {
+		sv_info("modify_qp %u: %d->%d mask 0x%x rejected", ibqp->qp_num, cur, next, mask);
+		ret = EINVAL;
+		goto out;
+	}
+	ret = check_values(qp, attr, mask);
+	if (ret)
+		goto out;
+	copy_attrs(qp, attr, mask);
+	apply_transition(qp, cur, next);
+	sv_info("qp %u: %d -> %d", ibqp->qp_num, cur, next);
+out:
+	pthread_mutex_unlock(&qp->lock);
+	return ret;
+}

@@ -1,0 +1,330 @@
+/*
+ * softverbs internal object model.
+ *
+ * Every verbs object embeds the public rdma-core struct first and is reached
+ * from it with one to_*() helper, as providers do.  Locking rules:
+ *   - qp->lock guards the QP's state, its send and receive queues and its
+ *     channels' transmit/receive machines.  Taken by the application (post_*,
+ *     modify) and by the progress thread (frames arriving, timers).
+ *   - cq->lock guards the completion ring; taken inside qp->lock.
+ *   - srq->lock guards the shared receive queue; taken inside qp->lock.
+ *   - The MR table has its own rwlock (see mr.c); taken innermost.
+ *   - The node lock (transport/node.c) guards QPN tables and port groups;
+ *     never held while taking a QP lock.
+ */
+#ifndef SV_VERBS_SV_H
+#define SV_VERBS_SV_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+
+#include "util/list.h"
+#include "wire/proto.h"
+
+#define SV_DEVICE_NAME    "softverbs0"
+#define SV_VENDOR_ID      0x5356      /* not Mellanox, Amazon or Intel */
+#define SV_VENDOR_PART_ID 1
+#define SV_MAX_SGE        32
+#define SV_MAX_INLINE     512
+#define SV_MAX_QP_WR      16384
+#define SV_MAX_CQE        (1 << 22)
+#define SV_MAX_RD_ATOM    16
+#define SV_MTU            4096
+#define SV_UD_GRH_LEN     40
+#define SV_PKEY_DEFAULT   0xffff
+
+struct sv_node;
+struct sv_conn;
+
+struct sv_device {
+	struct ibv_device ibdev;
+	void *provider_ops;     /* libmlx5/libefa read this; NULL = not theirs */
+};
+
+/* Async events queued for ibv_get_async_event. */
+struct sv_async_ev {
+	struct sv_list link;
+	struct ibv_async_event ev;
+};
+
+struct sv_context {
+	struct verbs_context vctx;
+	struct sv_node *node;
+	pthread_mutex_t async_lock;
+	struct sv_list async_q;      /* of sv_async_ev */
+	int async_efd;               /* eventfd, semaphore mode; == ibv_context.async_fd */
+};
+
+struct sv_pd {
+	struct ibv_pd ibpd;
+	int refcnt;                  /* MRs, QPs, SRQs, AHs using it */
+};
+
+struct sv_mr {
+	struct ibv_mr ibmr;
+	unsigned int access;
+	uint64_t iova;               /* address the keys are valid for */
+	uint32_t index;              /* slot in the MR table */
+};
+
+struct sv_comp_channel {
+	struct ibv_comp_channel ibch;
+	pthread_mutex_t lock;
+	struct sv_list fired;        /* CQs with an undelivered event */
+	int refcnt;                  /* CQs using it */
+};
+
+/* CQ: a ring of work completions.  Producers: QP engines; consumer: poll. */
+struct sv_cq {
+	struct ibv_cq_ex ibcq;       /* its prefix is a struct ibv_cq */
+	pthread_mutex_t lock;
+	struct ibv_wc *ring;
+	uint64_t *ts;                /* completion timestamps, parallel to ring */
+	uint32_t size;               /* ring slots (>= cqe + 1) */
+	uint32_t head, tail;         /* consume at head, produce at tail */
+	bool armed, armed_solicited;
+	bool overrun;
+	bool event_pending;          /* on channel->fired */
+	struct sv_list fired_link;
+	uint32_t wc_flags;           /* cq_ex: requested fields */
+	struct ibv_wc cur;           /* cq_ex: entry being read */
+	uint64_t cur_ts;
+	int refcnt;                  /* QPs using it */
+	uint32_t events_reported;    /* completion events handed out */
+	uint32_t async_reported;
+};
+
+struct sv_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+/* A receive work request as posted (RQ and SRQ). */
+struct sv_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct sv_sge sge[];
+};
+
+/* A ring of receive WQEs with a fixed stride. */
+struct sv_rq {
+	uint8_t *buf;
+	uint32_t max_wr, max_sge, stride;
+	uint32_t head, tail;         /* consume at head, post at tail (free-running) */
+};
+
+struct sv_srq {
+	struct ibv_srq ibsrq;
+	pthread_mutex_t lock;
+	struct sv_rq rq;
+	uint32_t limit;              /* armed when non-zero */
+	uint32_t srq_num;
+	int refcnt;
+	uint32_t async_reported;
+};
+
+struct sv_ah {
+	struct ibv_ah ibah;
+	struct ibv_ah_attr attr;
+	struct sockaddr_in dst;      /* resolved host address */
+};
+
+enum sv_swqe_state {
+	SV_SWQE_POSTED,              /* not yet (fully) transmitted */
+	SV_SWQE_SENT,                /* transmitted, waiting for ack/response */
+	SV_SWQE_DONE,                /* finished; completion may be generated */
+};
+
+/* A send work request as posted. */
+struct sv_swqe {
+	uint64_t wr_id;
+	uint32_t opcode;             /* enum ibv_wr_opcode */
+	uint32_t send_flags;
+	uint32_t imm;                /* big-endian as given */
+	uint32_t num_sge;
+	uint32_t length;             /* total payload length */
+	uint32_t psn;
+	uint32_t state;              /* enum sv_swqe_state */
+	uint32_t status;             /* enum ibv_wc_status once DONE */
+	uint32_t rkey;
+	uint64_t remote_addr;
+	uint64_t compare_add, swap;
+	uint64_t atomic_result;
+	/* UD */
+	struct sockaddr_in ud_dst;
+	uint32_t ud_qpn, ud_qkey;
+	bool ud_grh;
+	bool is_inline;
+	uint32_t inline_off;         /* offset of inline data in the wqe */
+	struct sv_sge sge[];         /* num_sge entries, then inline data */
+};
+
+struct sv_sq {
+	uint8_t *buf;
+	uint32_t max_wr, max_sge, max_inline, stride;
+	uint32_t head;               /* oldest not completed */
+	uint32_t next;               /* next to transmit */
+	uint32_t tail;               /* next free slot */
+};
+
+/* Connection-level state of an RC/UC QP towards its one peer QP. */
+enum sv_link_state {
+	SV_LINK_IDLE,                /* not connected, nothing to do */
+	SV_LINK_CONNECTING,          /* TCP connect in progress */
+	SV_LINK_UP,                  /* outbound channel established */
+	SV_LINK_BACKOFF,             /* failed; reconnect at timer */
+};
+
+struct sv_qp {
+	struct ibv_qp_ex ibqp;       /* prefix: struct ibv_qp */
+	pthread_mutex_t lock;
+	struct sv_list node_link;    /* node's list of QPs */
+	struct ibv_qp_cap cap;
+	struct ibv_qp_attr attr;     /* current attributes (as ibv_query_qp reports) */
+	int attr_mask_set;
+	bool sq_sig_all;
+	struct sv_sq sq;
+	struct sv_rq rq;
+	struct sv_cq *scq, *rcq;
+	struct sv_srq *srq;
+	uint32_t send_ops_flags;     /* qp_ex */
+
+	/* addressing of the peer (RC/UC) */
+	struct sockaddr_in peer;
+	uint32_t peer_qpn;
+
+	/* requester */
+	uint32_t next_psn;           /* PSN of the next new request */
+	uint32_t rd_outstanding;     /* READ/atomic requests in flight */
+	uint32_t retries;            /* transport retries used */
+	uint32_t rnr_retries;        /* RNR retries used */
+	uint64_t ack_deadline;       /* ns; 0 = no timer */
+	uint64_t rnr_deadline;       /* ns; resend after RNR NAK */
+	uint64_t link_deadline;      /* ns; reconnect */
+	bool rnr_wait;
+	enum sv_link_state link;
+	struct sv_conn *out;         /* requests out, responses in */
+
+	/* responder */
+	struct sv_conn *in;          /* requests in, responses out */
+	uint32_t epsn;               /* expected PSN */
+	bool nak_sent;               /* drop requests until epsn arrives again */
+	bool comm_est_sent;
+
+	/* responder: the request being received on `in` */
+	struct {
+		bool drop;               /* discard: payload is not placed */
+		bool have_wqe;           /* a receive WQE was consumed */
+		bool ack;                /* RC: acknowledge at the end */
+		uint32_t status;         /* receive completion status */
+		uint32_t nak;            /* NAK to send at the end (0: none) */
+		union {
+			struct sv_rwqe w;
+			uint8_t raw[sizeof(struct sv_rwqe) + SV_MAX_SGE * sizeof(struct sv_sge)];
+		} wqe;
+	} rctx;
+	/* completer: the response being received on `out` */
+	struct {
+		uint32_t idx;            /* SQ index it answers */
+		uint32_t status;
+	} cctx;
+
+	/* timers and teardown */
+	struct sv_list timer_link;   /* node's list of QPs with deadlines */
+	bool on_timer_list;
+	uint64_t timer_at;           /* earliest deadline (node lock) */
+	uint32_t async_reported;
+
+	/* qp_ex builder (between wr_start and wr_complete, under qp->lock) */
+	struct ibv_send_wr ex_wr;
+	struct ibv_sge ex_sge[SV_MAX_SGE];
+	uint8_t ex_inline[SV_MAX_INLINE];
+	bool ex_pending;
+	int wr_err;
+	uint32_t wr_start_tail, wr_start_psn;
+};
+
+struct sv_comp_channel;
+
+static inline struct sv_device *to_sdev(struct ibv_device *d) { return (struct sv_device *)d; }
+static inline struct sv_context *to_sctx(struct ibv_context *c)
+{
+	return sv_container_of(c, struct sv_context, vctx.context);
+}
+static inline struct sv_pd *to_spd(struct ibv_pd *p) { return (struct sv_pd *)p; }
+static inline struct sv_mr *to_smr(struct ibv_mr *m) { return (struct sv_mr *)m; }
+static inline struct sv_cq *to_scq(struct ibv_cq *c) { return (struct sv_cq *)c; }
+static inline struct sv_cq *to_scq_ex(struct ibv_cq_ex *c) { return (struct sv_cq *)c; }
+static inline struct sv_qp *to_sqp(struct ibv_qp *q) { return (struct sv_qp *)q; }
+static inline struct sv_qp *to_sqp_ex(struct ibv_qp_ex *q) { return (struct sv_qp *)q; }
+static inline struct sv_srq *to_ssrq(struct ibv_srq *s) { return (struct sv_srq *)s; }
+static inline struct sv_ah *to_sah(struct ibv_ah *a) { return (struct sv_ah *)a; }
+static inline struct sv_comp_channel *to_sch(struct ibv_comp_channel *c)
+{
+	return (struct sv_comp_channel *)c;
+}
+
+static inline struct sv_swqe *sv_sq_at(struct sv_sq *sq, uint32_t idx)
+{
+	return (struct sv_swqe *)(sq->buf + (size_t)(idx % sq->max_wr) * sq->stride);
+}
+static inline struct sv_rwqe *sv_rq_at(struct sv_rq *rq, uint32_t idx)
+{
+	return (struct sv_rwqe *)(rq->buf + (size_t)(idx % rq->max_wr) * rq->stride);
+}
+
+/* context.c, async.c, pd.c */
+void sv_wait_acked(pthread_mutex_t *m, pthread_cond_t *c, const uint32_t *completed,
+		   const uint32_t *reported);
+void sv_pd_get(struct ibv_pd *pd);
+void sv_pd_put(struct ibv_pd *pd);
+void sv_async_post(struct sv_context *ctx, const struct ibv_async_event *ev);
+
+/* mr.c: key lookup and access checks.  Returns an ibv_wc_status. */
+enum sv_access_dir { SV_LOCAL_READ, SV_LOCAL_WRITE, SV_REMOTE_READ, SV_REMOTE_WRITE,
+		     SV_REMOTE_ATOMIC };
+void sv_mr_rdlock(void);
+void sv_mr_unlock(void);
+/* With the MR lock held: the host address of [addr, addr+len) in MR `key`
+ * of `pd` if it has the rights for `dir`, else NULL.  len 0 always passes. */
+void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len,
+		      enum sv_access_dir dir);
+
+/* comp_channel.c */
+void sv_channel_fire(struct sv_cq *cq);
+void sv_channel_forget(struct sv_cq *cq);
+
+/* cq.c */
+/* Add a completion (caller holds no CQ lock).  Returns false on overrun. */
+bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
+void sv_cq_init_ex_ops(struct sv_cq *cq);
+
+/* srq.c */
+int sv_rq_init(struct sv_rq *rq, uint32_t max_wr, uint32_t max_sge);
+void sv_rq_free(struct sv_rq *rq);
+int sv_rq_post(struct sv_rq *rq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+/* Take one receive WQE from the QP's RQ or SRQ into `out`; false if none. */
+bool sv_qp_take_rwqe(struct sv_qp *qp, struct sv_rwqe *out);
+void sv_srq_check_limit(struct sv_srq *srq);
+
+/* qp.c */
+void sv_qp_to_error(struct sv_qp *qp);
+void sv_qp_flush(struct sv_qp *qp);
+void sv_qp_async(struct sv_qp *qp, enum ibv_event_type type);
+uint64_t sv_qp_ack_timeout_ns(const struct sv_qp *qp);
+uint64_t sv_rnr_timer_ns(uint8_t min_rnr_timer);
+
+/* post.c, qp_ex.c */
+int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr);
+void sv_sq_doorbell(struct sv_qp *qp);
+void sv_qp_init_ex_ops(struct sv_qp *qp);
+
+/* ah.c */
+int sv_ah_resolve(struct ibv_context *ctx, const struct ibv_ah_attr *attr,
+		  struct sockaddr_in *dst);
+
+#endif

@@ -1,0 +1,117 @@
+/*
+ * The softverbs wire protocol: one fixed-size header per frame, then `len`
+ * payload bytes.  The same frames travel over TCP streams, shared-memory byte
+ * rings and UDP datagrams (UD).  All multi-byte fields are little-endian on
+ * the wire; the accessors in this header are the only place that converts.
+ * docs/wire-format.md describes each frame.
+ */
+#ifndef SV_WIRE_PROTO_H
+#define SV_WIRE_PROTO_H
+
+#include <assert.h>
+#include <endian.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SV_WIRE_MAGIC   0x5376   /* "Sv" */
+#define SV_WIRE_VERSION 1
+
+enum sv_op {
+	/* requests: requester -> responder */
+	SV_OP_SEND = 1,
+	SV_OP_SEND_IMM,
+	SV_OP_WRITE,
+	SV_OP_WRITE_IMM,
+	SV_OP_READ_REQ,
+	SV_OP_CMP_SWP,
+	SV_OP_FETCH_ADD,
+	/* responses: responder -> requester */
+	SV_OP_ACK,
+	SV_OP_NAK,
+	SV_OP_READ_RESP,
+	SV_OP_ATOMIC_RESP,
+	/* connection management of the channel itself */
+	SV_OP_HELLO,
+	SV_OP_HELLO_ACK,
+	SV_OP_HELLO_NAK,
+	SV_OP_MAX
+};
+
+/* Header flags */
+enum {
+	SV_WF_SOLICITED = 1 << 0,
+	SV_WF_GRH       = 1 << 1,   /* UD: sender addressed by GID */
+};
+
+/* NAK syndromes (in `imm` of a NAK frame) */
+enum sv_nak {
+	SV_NAK_RNR = 1,          /* no receive WQE; retry after data0 usec */
+	SV_NAK_INV_REQ,          /* invalid request -> IBV_WC_REM_INV_REQ_ERR */
+	SV_NAK_REM_ACCESS,       /* rkey/rights/bounds -> IBV_WC_REM_ACCESS_ERR */
+	SV_NAK_REM_OP,           /* responder-side failure -> IBV_WC_REM_OP_ERR */
+};
+
+struct sv_wire_hdr {
+	uint16_t magic;
+	uint8_t  version;
+	uint8_t  opcode;
+	uint8_t  flags;
+	uint8_t  pad[3];
+	uint32_t dst_qpn;
+	uint32_t src_qpn;
+	uint32_t psn;
+	uint32_t len;       /* payload bytes following this header */
+	uint32_t imm;       /* immediate data (as given, big-endian) or NAK syndrome */
+	uint32_t rkey;
+	uint32_t qkey;      /* UD */
+	uint32_t rlen;      /* READ_REQ: bytes to read */
+	uint64_t va;        /* remote address (WRITE/READ/atomics) */
+	uint64_t data0;     /* atomic: swap or add; ATOMIC_RESP: original; NAK RNR: usec */
+	uint64_t data1;     /* atomic: compare; HELLO: host identity */
+};
+static_assert(sizeof(struct sv_wire_hdr) == 64, "wire header is 64 bytes");
+
+/* Frame kinds, for the opcode table */
+enum {
+	SV_OPF_REQ      = 1 << 0,  /* a request that carries a PSN */
+	SV_OPF_RESP     = 1 << 1,  /* a response */
+	SV_OPF_PAYLOAD  = 1 << 2,  /* may carry payload bytes */
+	SV_OPF_RECV     = 1 << 3,  /* consumes a receive WQE at the responder */
+	SV_OPF_IMM      = 1 << 4,  /* carries immediate data */
+	SV_OPF_RKEY     = 1 << 5,  /* targets remote memory through rkey/va */
+	SV_OPF_ATOMIC   = 1 << 6,
+	SV_OPF_CTRL     = 1 << 7,  /* channel management */
+};
+
+/* Which QP types may use an opcode */
+enum { SV_QPT_RC = 1 << 0, SV_QPT_UC = 1 << 1, SV_QPT_UD = 1 << 2 };
+
+struct sv_opinfo {
+	const char *name;
+	uint32_t flags;
+	uint32_t qpts;
+};
+
+extern const struct sv_opinfo sv_opinfo[SV_OP_MAX];
+
+static inline const struct sv_opinfo *sv_op_info(unsigned op)
+{
+	return op > 0 && op < SV_OP_MAX ? &sv_opinfo[op] : NULL;
+}
+
+/* Byte order accessors: the wire is little-endian. */
+#define SV_WIRE_GET32(v) le32toh(v)
+#define SV_WIRE_PUT32(v) htole32(v)
+#define SV_WIRE_GET64(v) le64toh(v)
+#define SV_WIRE_PUT64(v) htole64(v)
+
+/* Convert a received header to host order in place; false if malformed. */
+bool sv_wire_decode(struct sv_wire_hdr *h);
+/* Convert a header in host order to wire order in place. */
+void sv_wire_encode(struct sv_wire_hdr *h);
+
+/* Largest payload a single frame may carry (the device's max_msg_sz). */
+#define SV_MAX_MSG (1u << 31)
+
+#endif
