@@ -204,7 +204,10 @@ static void ud_send_one(struct sv_qp *qp, struct sv_swqe *w)
 	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
 	struct sv_txframe f;
 	struct iovec iov[SV_PLACE_MAX_SEG + 1];
+	struct sockaddr_in dst = w->ud_dst;
 	enum ibv_wc_status st;
+
+	dst.sin_port = htons(w->ud_qpn >> 8);      /* the address plan: QPN -> port */
 
 	build_header(qp, w, &f, w->ud_qpn);
 	f.hdr.qkey = (w->ud_qkey & 0x80000000u) ? qp->attr.qkey : w->ud_qkey;
@@ -217,7 +220,7 @@ static void ud_send_one(struct sv_qp *qp, struct sv_swqe *w)
 		iov[0].iov_len = sizeof(f.hdr);
 		memcpy(&iov[1], f.seg, f.nseg * sizeof(struct iovec));
 		sv_wire_encode(&f.hdr);
-		if (sv_dgram_send(node, qp->ibqp.qp_base.qp_num, &w->ud_dst, iov, f.nseg + 1))
+		if (sv_dgram_send(node, qp->ibqp.qp_base.qp_num, &dst, iov, f.nseg + 1))
 			st = IBV_WC_GENERAL_ERR;
 	}
 	w->state = SV_SWQE_DONE;
