@@ -27,6 +27,12 @@ void sv_engine_on_dgram(struct sv_handler *h, uint32_t events);
 void sv_engine_on_conn(struct sv_handler *h, uint32_t events);
 void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
 
+/* Application-driven progress: poll_cq on an empty CQ processes whatever
+ * its channels have ready, so a polling application never waits for the
+ * progress thread to be scheduled. */
+void sv_engine_drive(struct sv_node *node, int drive_fd);
+void sv_engine_wait_drivers(struct sv_node *node);
+
 /* verbs entry points; caller holds qp->lock */
 void sv_req_kick(struct sv_qp *qp);              /* transmit what can go */
 void sv_req_start_link(struct sv_qp *qp);        /* at RTR: connect to the peer */

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -255,6 +256,15 @@ static void rx_process(struct sv_conn *c)
 
 /* ---- channel lifecycle ---- */
 
+/* Let application threads polling `cq` process this channel. */
+static void drive_register(struct sv_conn *c, struct sv_cq *cq)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+
+	epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev);
+}
+
+
 static void conn_lost(struct sv_conn *c)
 {
 	struct sv_qp *qp = c->qp;
@@ -310,6 +320,7 @@ static void attach_inbound(struct sv_conn *c)
 	qp->in = c;
 	c->qp = qp;
 	c->resp_head = c->resp_tail = 0;
+	drive_register(c, qp->rcq);
 	sv_xmit_ctrl(c, SV_OP_HELLO_ACK, h->src_qpn, h->dst_qpn);
 	sv_engine_qp_ready(qp);
 	rx_process(c);
@@ -328,6 +339,7 @@ static void on_connect_done(struct sv_conn *c)
 		return;
 	}
 	c->connected = true;
+	drive_register(c, c->qp->scq);
 	sv_req_on_connected(c->qp);
 }
 
@@ -356,6 +368,35 @@ void sv_engine_on_conn(struct sv_handler *h, uint32_t events)
 	if (c->dead)
 		conn_lost(c);
 	pthread_mutex_unlock(&qp->lock);
+}
+
+void sv_engine_drive(struct sv_node *node, int drive_fd)
+{
+	struct epoll_event evs[16];
+	int n;
+
+	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	n = epoll_wait(drive_fd, evs, 16, 0);
+	for (int i = 0; i < n; i++) {
+		struct sv_conn *c = evs[i].data.ptr;
+		struct sv_qp *qp = c->qp;
+
+		if (c->closed || !qp || pthread_mutex_trylock(&qp->lock))
+			continue;
+		if (!c->closed && c->connected) {
+			rx_process(c);
+			if (c->dead)
+				conn_lost(c);
+		}
+		pthread_mutex_unlock(&qp->lock);
+	}
+	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+}
+
+void sv_engine_wait_drivers(struct sv_node *node)
+{
+	while (__atomic_load_n(&node->drivers, __ATOMIC_SEQ_CST))
+		sched_yield();
 }
 
 void sv_engine_on_accept(struct sv_handler *h, uint32_t events)

@@ -297,8 +297,6 @@ void sv_req_start_link(struct sv_qp *qp)
 	c->qp = qp;
 	qp->out = c;
 	qp->link = SV_LINK_CONNECTING;
-	if (c->connected)
-		sv_req_on_connected(qp);
 }
 
 void sv_req_on_connected(struct sv_qp *qp)

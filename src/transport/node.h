@@ -79,6 +79,7 @@ struct sv_node {
 	struct sv_list pending;      /* inbound conns awaiting HELLO */
 	struct sv_list cmds;
 	struct sv_list graveyard;    /* closed conns (node lock) */
+	int drivers;                 /* application threads inside sv_engine_drive */
 	uint8_t *udp_buf;            /* progress thread's datagram buffer */
 };
 

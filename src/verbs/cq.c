@@ -2,7 +2,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
+#include "engine/engine.h"
 #include "util/time.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
@@ -52,12 +55,16 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	if (num_entries < 0)
 		return -1;
 	/* Cheap emptiness check first: pollers spin here. */
-	if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == cq->head)
-		return 0;
+	if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
+		sv_engine_drive(to_sctx(ibcq->context)->node, cq->drive_fd);
+		if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
+		    __atomic_load_n(&cq->head, __ATOMIC_RELAXED))
+			return 0;
+	}
 	pthread_mutex_lock(&cq->lock);
 	while (n < num_entries && cq->head != cq->tail) {
 		wc[n++] = cq->ring[cq->head % cq->size];
-		cq->head++;
+		__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&cq->lock);
 	return n;
@@ -92,8 +99,11 @@ static int load_cur(struct sv_cq *cq)
 {
 	uint32_t i;
 
-	if (cq->head == cq->tail)
-		return ENOENT;
+	if (cq->head == cq->tail) {
+		sv_engine_drive(to_sctx(cq->ibcq.context)->node, cq->drive_fd);
+		if (cq->head == cq->tail)
+			return ENOENT;
+	}
 	i = cq->head % cq->size;
 	cq->cur = cq->ring[i];
 	cq->cur_ts = cq->ts ? cq->ts[i] : 0;
@@ -214,6 +224,7 @@ static struct sv_cq *cq_create(struct ibv_context *context, struct ibv_cq_init_a
 	cq->ibcq.channel = a->channel;
 	cq->ibcq.cq_context = a->cq_context;
 	cq->ibcq.cqe = a->cqe;
+	cq->drive_fd = epoll_create1(EPOLL_CLOEXEC);
 	cq->wc_flags = a->wc_flags;
 	pthread_mutex_init(&cq->ibcq.mutex, NULL);
 	pthread_cond_init(&cq->ibcq.cond, NULL);
@@ -294,6 +305,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	sv_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed,
 		      &cq->async_reported);
 	pthread_mutex_destroy(&cq->lock);
+	close(cq->drive_fd);
 	free(cq->ring);
 	free(cq->ts);
 	free(cq);

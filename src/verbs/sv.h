@@ -93,6 +93,7 @@ struct sv_cq {
 	struct ibv_wc cur;           /* cq_ex: entry being read */
 	uint64_t cur_ts;
 	int refcnt;                  /* QPs using it */
+	int drive_fd;                /* epoll set of channels completing here */
 	uint32_t events_reported;    /* completion events handed out */
 	uint32_t async_reported;
 };

@@ -140,22 +140,18 @@ ssize_t sv_conn_read(struct sv_conn *c, void *buf, size_t len)
 int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct sv_conn **out)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	bool done;
 
 	if (fd < 0)
 		return -errno;
 	tune_socket(fd);
-	if (connect(fd, (const struct sockaddr *)dst, sizeof(*dst)) == 0) {
-		done = true;
-	} else if (errno == EINPROGRESS) {
-		done = false;
-	} else {
+	if (connect(fd, (const struct sockaddr *)dst, sizeof(*dst)) && errno != EINPROGRESS) {
 		int e = errno;
 
 		close(fd);
 		return -e;
 	}
-	*out = sv_conn_new(node, fd, true, done);
+	/* Completion is always reported by EPOLLOUT, immediate or not. */
+	*out = sv_conn_new(node, fd, true, false);
 	if (!*out) {
 		close(fd);
 		return -ENOMEM;
