@@ -71,6 +71,7 @@ struct cm_device {
 
 /* Fills the device table once; returns the number of devices (may be 0). */
 int cm_devices_init(void);
+void cm_devices_forget(void);		/* fork child: look again */
 struct cm_device *cm_device_by_ctx(struct ibv_context *ctx);
 /* Device serving a local address (NULL address: the first device). */
 struct cm_device *cm_device_for_addr(const struct sockaddr *sa);
@@ -213,6 +214,10 @@ extern struct cm_global cm;
 void cm_lock(void);
 void cm_unlock(void);
 uint64_t cm_now_ms(void);
+/* Debug trace to stderr when SOFTVERBS_CM_DEBUG is set. */
+extern int cm_debug;
+void cm_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define CM_TRACE(...) do { if (cm_debug) cm_trace(__VA_ARGS__); } while (0)
 int cm_set_errno(int err);        /* errno = err; return -1 */
 
 struct cm_id *cm_id_lookup(uint64_t serial);   /* [G] NULL if gone */

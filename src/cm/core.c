@@ -11,6 +11,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,6 +31,19 @@ struct cm_global cm = {
 };
 
 #define WAKE_TOKEN UINT64_MAX
+
+int cm_debug;
+
+void cm_trace(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "softverbs-cm[%d]: ", (int)getpid());
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
 
 static pthread_once_t cm_once = PTHREAD_ONCE_INIT;
 
@@ -230,9 +245,12 @@ static void start_thread_locked(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* fork(): keep the lock consistent; in the child the progress thread does
- * not exist, and the epoll instance is shared with the parent, so the child
- * gets a fresh one with its own copies of the sockets registered again. */
+/* fork(): keep the lock consistent.  In the child the progress thread does
+ * not exist and the epoll instance would be shared with the parent, so the
+ * child gets fresh ones.  Sockets of ids inherited from the parent stay the
+ * parent's: the child closes its copies (a listener must not accept the
+ * parent's connections), and the device table is looked up again so the
+ * child opens its own contexts. */
 static void atfork_prepare(void) { pthread_mutex_lock(&cm.lock); }
 static void atfork_parent(void) { pthread_mutex_unlock(&cm.lock); }
 static void atfork_child(void)
@@ -245,15 +263,16 @@ static void atfork_child(void)
 		close(cm.wakefd);
 	cm.epfd = cm.wakefd = -1;
 	cm.thread_running = false;
-	if (!open_poll_fds()) {
-		cm_list_for_each_safe(pos, tmp, &cm.ids) {
-			struct cm_id *p = cm_container_of(pos, struct cm_id, node);
-			uint32_t ev = p->sock_events;
+	cm_list_for_each_safe(pos, tmp, &cm.ids) {
+		struct cm_id *p = cm_container_of(pos, struct cm_id, node);
 
-			p->sock_events = 0;
-			cm_sock_watch(p, ev);
-		}
+		if (p->sock >= 0)
+			close(p->sock);
+		p->sock = -1;
+		p->sock_events = 0;
+		p->timer = CM_TIMER_NONE;
 	}
+	cm_devices_forget();
 	pthread_mutex_unlock(&cm.lock);
 }
 
@@ -262,6 +281,7 @@ static void cm_init_once(void)
 	cm.resp_timeout_ms = env_ms("SOFTVERBS_CM_TIMEOUT_MS", 5000);
 	cm.service_timeout_ms = env_ms("SOFTVERBS_CM_SERVICE_TIMEOUT_MS", 60000);
 	cm.timewait_ms = env_ms("SOFTVERBS_CM_TIMEWAIT_MS", 500);
+	cm_debug = getenv("SOFTVERBS_CM_DEBUG") != NULL;
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 

@@ -88,6 +88,14 @@ out:
 	return n;
 }
 
+void cm_devices_forget(void)
+{
+	/* After fork: the parent's contexts are not the child's to use. */
+	pthread_mutex_init(&dev_lock, NULL);
+	devs = NULL;
+	ndevs = -1;
+}
+
 struct cm_device *cm_device_by_ctx(struct ibv_context *ctx)
 {
 	int i;

@@ -114,6 +114,8 @@ void cm_event_queue(struct cm_event *e, struct cm_channel *ch)
 	ssize_t r;
 
 	e->owner->outstanding++;
+	CM_TRACE("id %llu: event %s status %d", (unsigned long long)cm_id_of(e->ev.id)->serial,
+		 rdma_event_str(e->ev.event), e->ev.status);
 	pthread_mutex_lock(&ch->lock);
 	cm_list_add_tail(&ch->queue, &e->node);
 	pthread_mutex_unlock(&ch->lock);

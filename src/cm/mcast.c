@@ -7,7 +7,8 @@
  * its MLID from a hash of the MGID (0xc000-0xfffe).  Joining attaches the
  * id's QP with ibv_attach_mcast and reports MULTICAST_JOIN with the AH
  * attributes, QPN 0xffffff and RDMA_UDP_QKEY; the device delivers group
- * traffic to every attached QP.  A failed attach is MULTICAST_ERROR.
+ * traffic to every attached QP.  A failed attach is MULTICAST_ERROR, except
+ * EOPNOTSUPP (a device without multicast): the join is reported, unattached.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -116,10 +117,17 @@ static int join_locked(struct cm_id *p, const struct sockaddr *addr,
 	m->mlid = mlid_for(&m->mgid);
 	if (p->id.qp && !send_only) {
 		err = ibv_attach_mcast(p->id.qp, &m->mgid, m->mlid);
-		if (err)
+		if (err == EOPNOTSUPP || err == ENOSYS) {
+			/* The device cannot deliver group traffic yet: the
+			 * join itself (address, AH, qkey) still stands. */
+			CM_TRACE("id %llu: ibv_attach_mcast: %d, joined unattached",
+				 (unsigned long long)p->serial, err);
+			err = 0;
+		} else if (err) {
 			err = err > 0 ? err : EINVAL;
-		else
+		} else {
 			m->attached = true;
+		}
 	}
 	cm_list_add_tail(&p->mcasts, &m->node);
 	post_join(p, m, err);

@@ -54,6 +54,8 @@ int cm_send_msg(struct cm_id *p, enum cmw_type type, const void *body,
 		.body_len = htons((uint16_t)len),
 	};
 
+	CM_TRACE("id %llu: send msg %u in state %s", (unsigned long long)p->serial,
+		 type, cm_state_str(p->state));
 	if (p->sock < 0)
 		return ENOTCONN;
 	if (len > CMW_BODY_MAX)
@@ -125,6 +127,8 @@ static void post_rejected(struct cm_id *p, uint32_t reason, const void *pdata,
 
 void cm_peer_lost(struct cm_id *p, int err)
 {
+	CM_TRACE("id %llu: peer lost (%d) in state %s", (unsigned long long)p->serial,
+		 err, cm_state_str(p->state));
 	switch (p->state) {
 	case CM_REQ_WAIT:
 		free_internal(p);
@@ -231,6 +235,8 @@ static void handle_dreq(struct cm_id *p)
 static void dispatch(struct cm_id *p, uint8_t type, const uint8_t *body,
 		     size_t len)
 {
+	CM_TRACE("id %llu: got msg %u in state %s", (unsigned long long)p->serial,
+		 type, cm_state_str(p->state));
 	switch (type) {
 	case CMW_REQ:
 		if (len == sizeof(struct cmw_req) && p->state == CM_REQ_WAIT) {

@@ -90,7 +90,7 @@ int cm_qp_attr(struct cm_id *p, struct ibv_qp_attr *attr, int *mask)
 		if (!has_remote(p))
 			return EINVAL;
 		if (p->id.qp_type != IBV_QPT_UC) {
-			attr->timeout = p->ack_timeout_set ? p->ack_timeout : 14;
+			attr->timeout = p->ack_timeout_set ? p->ack_timeout : 18;
 			attr->retry_cnt = p->retry_count;
 			attr->rnr_retry = p->rnr_retry_count;
 			attr->max_rd_atomic = p->init_depth;
@@ -342,6 +342,8 @@ CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	ibv_destroy_qp(id->qp);
 	id->qp = NULL;
 	destroy_own_cqs(p);
+	if (!id->srq)
+		id->pd = NULL;	/* the PD may be the user's, about to go */
 	cm_unlock();
 }
 
@@ -421,5 +423,7 @@ CM_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 	ibv_destroy_srq(id->srq);
 	id->srq = NULL;
 	destroy_own_cqs(cm_id_of(id));
+	if (!id->qp)
+		id->pd = NULL;
 	cm_unlock();
 }

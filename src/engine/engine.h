@@ -23,6 +23,7 @@
 
 /* progress-thread entry points */
 void sv_engine_on_accept(struct sv_handler *h, uint32_t events);
+void sv_engine_on_accept_unix(struct sv_handler *h, uint32_t events);
 void sv_engine_on_dgram(struct sv_handler *h, uint32_t events);
 void sv_engine_on_conn(struct sv_handler *h, uint32_t events);
 void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
@@ -30,7 +31,9 @@ void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
 /* Application-driven progress: poll_cq on an empty CQ processes whatever
  * its channels have ready, so a polling application never waits for the
  * progress thread to be scheduled. */
-void sv_engine_drive(struct sv_node *node, int drive_fd);
+void sv_engine_drive(struct sv_node *node, struct sv_cq *cq);
+void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq);
+void sv_engine_drive_forget(struct sv_conn *c);
 void sv_engine_wait_drivers(struct sv_node *node);
 
 /* verbs entry points; caller holds qp->lock */
@@ -45,6 +48,8 @@ void sv_req_sent(struct sv_qp *qp, uint32_t wqe_idx);       /* fully written */
 void sv_req_rewind(struct sv_qp *qp, uint32_t idx);         /* resend from SQ index */
 void sv_req_arm_ack_timer(struct sv_qp *qp);
 void sv_req_on_connected(struct sv_qp *qp);
+void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c);
+bool sv_force_tcp(void);
 void sv_req_link_failed(struct sv_qp *qp);
 uint64_t sv_host_id(void);
 

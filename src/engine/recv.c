@@ -8,17 +8,23 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "transport/unix/sock.h"
+#include "util/env.h"
 #include "util/log.h"
+#include "util/time.h"
 
 #define SV_RBUF_LEN     (256 * 1024)
 #define SV_DIRECT_MIN   (64 * 1024)   /* payloads this large skip the staging buffer */
 #define SV_RX_BUDGET    64            /* frames per wake-up, for fairness */
+
+static void conn_lost(struct sv_conn *c);
 
 /* ---- payload placement ---- */
 
@@ -188,6 +194,10 @@ static void rx_begin(struct sv_conn *c)
 	c->rx_remain = c->rx_hdr.len;
 	switch (c->rx_hdr.opcode) {
 	case SV_OP_HELLO_ACK:
+		if (c->outbound && qp->link == SV_LINK_HELLO)
+			sv_req_on_hello_ack(qp, c);
+		else
+			rx_protocol_error(c, "unexpected HELLO_ACK");
 		break;
 	case SV_OP_HELLO_NAK:
 		rx_protocol_error(c, "peer QP does not exist");
@@ -208,8 +218,11 @@ static void rx_end(struct sv_conn *c)
 {
 	const struct sv_opinfo *oi = sv_op_info(c->rx_hdr.opcode);
 
-	if (oi->flags & SV_OPF_CTRL)
+	if (oi->flags & SV_OPF_CTRL) {
+		if (c->rx_hdr.opcode == SV_OP_HELLO_ACK)
+			sv_req_kick(c->qp);     /* requests waited for the channel */
 		return;
+	}
 	if (c->outbound)
 		sv_comp_end(c->qp, c);
 	else
@@ -256,14 +269,108 @@ static void rx_process(struct sv_conn *c)
 
 /* ---- channel lifecycle ---- */
 
-/* Let application threads polling `cq` process this channel. */
-static void drive_register(struct sv_conn *c, struct sv_cq *cq)
+/* Let application threads polling `cq` process this channel: socket
+ * channels through the CQ's epoll set, ring channels by looking at the ring. */
+void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 
-	epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev);
+	if (c->drive_cq)
+		sv_engine_drive_forget(c);
+	c->drive_cq = cq;
+	if (!c->shm_on) {
+		epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev);
+		return;
+	}
+	pthread_mutex_lock(&cq->drive_lock);
+	if (cq->nrings == cq->rings_cap) {
+		uint32_t n = cq->rings_cap ? cq->rings_cap * 2 : 8;
+		struct sv_conn **r = realloc(cq->rings, n * sizeof(*r));
+
+		if (!r) {
+			pthread_mutex_unlock(&cq->drive_lock);
+			return;          /* the progress thread still serves it */
+		}
+		cq->rings = r;
+		cq->rings_cap = n;
+	}
+	cq->rings[cq->nrings++] = c;
+	pthread_mutex_unlock(&cq->drive_lock);
 }
 
+void sv_engine_drive_forget(struct sv_conn *c)
+{
+	struct sv_cq *cq = c->drive_cq;
+
+	if (!cq)
+		return;
+	c->drive_cq = NULL;
+	if (c->h.fd >= 0)
+		epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL);
+	pthread_mutex_lock(&cq->drive_lock);
+	for (uint32_t i = 0; i < cq->nrings; i++)
+		if (cq->rings[i] == c) {
+			cq->rings[i] = cq->rings[--cq->nrings];
+			break;
+		}
+	pthread_mutex_unlock(&cq->drive_lock);
+}
+
+static void drive_one(struct sv_conn *c)
+{
+	struct sv_qp *qp = c->qp;
+
+	if (c->closed || !qp || pthread_mutex_trylock(&qp->lock))
+		return;
+	if (!c->closed && c->connected) {
+		rx_process(c);
+		if (c->shm_on && !c->dead)
+			sv_xmit_flush(c);
+		if (c->dead)
+			conn_lost(c);
+	}
+	pthread_mutex_unlock(&qp->lock);
+}
+
+
+void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
+{
+	struct epoll_event evs[16];
+	int n;
+
+	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	if (cq->nrings) {
+		struct sv_seg *self = sv_seg_self();
+		struct sv_conn *ready[64];
+		int k = 0;
+
+		/* Writers skip the doorbell while we poll: say we do. */
+		if (self)
+			__atomic_store_n(&self->last_poll_ns, sv_now_ns(), __ATOMIC_RELAXED);
+		/* Collect under the lock, serve without it: serving may close. */
+		pthread_mutex_lock(&cq->drive_lock);
+		for (uint32_t i = 0; i < cq->nrings && k < 64; i++) {
+			struct sv_conn *c = cq->rings[i];
+
+			if (sv_ring_readable(c->shm.rx, c->shm.size) ||
+			    __atomic_load_n(&c->shm.tx->producer_wants_wake, __ATOMIC_RELAXED))
+				ready[k++] = c;
+		}
+		pthread_mutex_unlock(&cq->drive_lock);
+		for (int i = 0; i < k; i++)
+			drive_one(ready[i]);
+	}
+	n = epoll_wait(cq->drive_fd, evs, 16, 0);
+	for (int i = 0; i < n; i++)
+		drive_one(evs[i].data.ptr);
+	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+}
+
+void sv_engine_wait_drivers(struct sv_node *node)
+{
+	while (__atomic_load_n(&node->drivers, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
 
 static void conn_lost(struct sv_conn *c)
 {
@@ -281,6 +388,58 @@ static void conn_lost(struct sv_conn *c)
 		qp->in = NULL;
 		sv_conn_close(c);
 	}
+}
+
+/* May this inbound channel use rings and expose our segment?  Only to a
+ * same-host process of our own user that offered a ring memfd. */
+static bool shm_acceptable(struct sv_conn *c, const struct sv_wire_hdr *h)
+{
+	if (!c->is_unix || !(h->flags & SV_WF_SHM) || c->n_rx_fds != 2 || sv_force_tcp())
+		return false;
+	if (sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid) || c->peer_uid != getuid())
+		return false;
+	if (sv_shm_chan_attach(&c->shm, c->rx_fds[0]))
+		return false;
+	c->peer_seg = sv_seg_map(c->rx_fds[1]);
+	if (!c->peer_seg) {
+		sv_shm_chan_destroy(&c->shm);
+		return false;
+	}
+	return true;
+}
+
+static void close_rx_fds(struct sv_conn *c)
+{
+	for (int i = 0; i < c->n_rx_fds; i++)
+		close(c->rx_fds[i]);
+	c->n_rx_fds = 0;
+}
+
+/* Answer a HELLO: HELLO_ACK, with our segment when the rings are accepted.
+ * The answer travels on the socket; everything after it on the rings. */
+static bool answer_hello(struct sv_conn *c, struct sv_qp *qp, const struct sv_wire_hdr *h)
+{
+	bool shm = shm_acceptable(c, h);
+	struct sv_txframe *f = &c->ctrl;
+
+	close_rx_fds(c);
+	sv_frame_init(f, SV_OP_HELLO_ACK, h->src_qpn, h->dst_qpn, 0);
+	f->hdr.data1 = sv_host_id();
+	if (shm) {
+		f->hdr.flags |= SV_WF_SHM;
+		f->hdr.rkey = to_spd(qp->ibqp.qp_base.pd)->id;
+		f->hdr.qkey = qp->attr.qp_access_flags;
+		f->hdr.va = (uintptr_t)sv_seg_self();
+		c->tx_fds[0] = dup(sv_seg_fd());
+		c->n_tx_fds = c->tx_fds[0] >= 0;
+	}
+	sv_wire_encode(&f->hdr);
+	sv_xmit_flush(c);
+	if (c->ctrl.in_use)
+		return false;        /* a fresh socket takes 64 bytes; anything else is broken */
+	if (shm)
+		sv_conn_shm_start(c);
+	return true;
 }
 
 /* A new inbound channel names its QP in its first frame (HELLO). */
@@ -308,6 +467,7 @@ static void attach_inbound(struct sv_conn *c)
 	    (qp->attr.qp_state >= IBV_QPS_RTR && qp->attr.dest_qp_num != h->src_qpn)) {
 		/* No such QP here: tell the requester, which retries until its
 		 * timeout, as a fabric would drop the packets. */
+		close_rx_fds(c);
 		sv_xmit_ctrl(c, SV_OP_HELLO_NAK, h->src_qpn, h->dst_qpn);
 		if (qp)
 			pthread_mutex_unlock(&qp->lock);
@@ -320,10 +480,13 @@ static void attach_inbound(struct sv_conn *c)
 	qp->in = c;
 	c->qp = qp;
 	c->resp_head = c->resp_tail = 0;
-	drive_register(c, qp->rcq);
-	sv_xmit_ctrl(c, SV_OP_HELLO_ACK, h->src_qpn, h->dst_qpn);
+	if (!answer_hello(c, qp, h))
+		c->dead = true;
+	else
+		sv_engine_drive_register(c, qp->rcq);
 	sv_engine_qp_ready(qp);
-	rx_process(c);
+	if (!c->dead)
+		rx_process(c);
 	if (c->dead)
 		conn_lost(c);
 	pthread_mutex_unlock(&qp->lock);
@@ -339,7 +502,7 @@ static void on_connect_done(struct sv_conn *c)
 		return;
 	}
 	c->connected = true;
-	drive_register(c, c->qp->scq);
+	sv_engine_drive_register(c, c->qp->scq);
 	sv_req_on_connected(c->qp);
 }
 
@@ -361,6 +524,12 @@ void sv_engine_on_conn(struct sv_handler *h, uint32_t events)
 	}
 	if (!c->connected)
 		on_connect_done(c);
+	if (c->shm_on) {
+		/* a doorbell: data in our ring, or room in the peer's */
+		if (events)
+			sv_conn_doorbell_drain(c);
+		events |= EPOLLIN | EPOLLOUT;
+	}
 	if (!c->dead && (events & EPOLLOUT))
 		sv_xmit_flush(c);
 	if (!c->dead && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
@@ -370,42 +539,10 @@ void sv_engine_on_conn(struct sv_handler *h, uint32_t events)
 	pthread_mutex_unlock(&qp->lock);
 }
 
-void sv_engine_drive(struct sv_node *node, int drive_fd)
+static void accept_all(struct sv_node *node, int lfd, bool is_unix)
 {
-	struct epoll_event evs[16];
-	int n;
-
-	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
-	n = epoll_wait(drive_fd, evs, 16, 0);
-	for (int i = 0; i < n; i++) {
-		struct sv_conn *c = evs[i].data.ptr;
-		struct sv_qp *qp = c->qp;
-
-		if (c->closed || !qp || pthread_mutex_trylock(&qp->lock))
-			continue;
-		if (!c->closed && c->connected) {
-			rx_process(c);
-			if (c->dead)
-				conn_lost(c);
-		}
-		pthread_mutex_unlock(&qp->lock);
-	}
-	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
-}
-
-void sv_engine_wait_drivers(struct sv_node *node)
-{
-	while (__atomic_load_n(&node->drivers, __ATOMIC_SEQ_CST))
-		sched_yield();
-}
-
-void sv_engine_on_accept(struct sv_handler *h, uint32_t events)
-{
-	struct sv_pgroup *g = sv_container_of(h, struct sv_pgroup, listen_h);
-	struct sv_node *node = g->node;
-
 	for (;;) {
-		int fd = accept4(g->listen_h.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct sv_conn *c;
 
 		if (fd < 0)
@@ -415,8 +552,25 @@ void sv_engine_on_accept(struct sv_handler *h, uint32_t events)
 			close(fd);
 			continue;
 		}
+		c->is_unix = is_unix;
+		pthread_mutex_lock(&node->lock);
 		sv_list_add_tail(&node->pending, &c->pending_link);
+		pthread_mutex_unlock(&node->lock);
 	}
+}
+
+void sv_engine_on_accept(struct sv_handler *h, uint32_t events)
+{
+	struct sv_pgroup *g = sv_container_of(h, struct sv_pgroup, listen_h);
+
+	accept_all(g->node, h->fd, false);
+}
+
+void sv_engine_on_accept_unix(struct sv_handler *h, uint32_t events)
+{
+	struct sv_pgroup *g = sv_container_of(h, struct sv_pgroup, unix_h);
+
+	accept_all(g->node, h->fd, true);
 }
 
 /* ---- datagrams ---- */

@@ -3,12 +3,16 @@
  * channel (connect, HELLO, reconnect with backoff) and its timers' arming.
  */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
 #include "transport/node.h"
+#include "transport/shm/cma.h"
+#include "transport/unix/sock.h"
+#include "util/env.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -122,16 +126,115 @@ static void build_header(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe 
 	}
 }
 
+/* ---- one-sided operations by cross-memory attach ---- */
+
+static unsigned int needed_access(uint32_t op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:           return IBV_ACCESS_REMOTE_WRITE;
+	case IBV_WR_RDMA_READ:            return IBV_ACCESS_REMOTE_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_ACCESS_REMOTE_ATOMIC;
+	default:                          return 0;
+	}
+}
+
+/* Read-modify-write of 8 bytes in the peer, under the peer's atomic lock. */
+static ssize_t direct_atomic(struct sv_conn *c, struct sv_swqe *w, uint64_t raddr,
+			     const struct iovec *local)
+{
+	struct iovec v;
+	uint64_t orig, val;
+	ssize_t r;
+
+	v.iov_base = &orig;
+	v.iov_len = 8;
+	sv_seg_atomic_lock(c->peer_seg);
+	r = sv_cma_copy(c->peer_pid, &v, 1, raddr, 8, 0);
+	if (r == 8) {
+		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP)
+			val = orig == w->compare_add ? w->swap : orig;
+		else
+			val = orig + w->compare_add;
+		v.iov_base = &val;
+		r = sv_cma_copy(c->peer_pid, &v, 1, raddr, 8, 1);
+	}
+	sv_seg_atomic_unlock(c->peer_seg);
+	if (r == 8)
+		memcpy(local->iov_base, &orig, 8);
+	return r;
+}
+
+/* Execute a WRITE/READ/atomic in the peer's memory ourselves, so the target's
+ * CPU is not involved.  Only when nothing is in flight before it, so the
+ * responder's in-order execution is preserved.  Returns false to let the
+ * request travel as a frame instead. */
+static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
+{
+	struct sv_conn *c = qp->out;
+	unsigned int need = needed_access(w->opcode);
+	bool to_remote = w->opcode == IBV_WR_RDMA_WRITE;
+	struct iovec iov[SV_PLACE_MAX_SEG];
+	struct sv_cma_ref ref;
+	enum ibv_wc_status st;
+	size_t total;
+	int n;
+	ssize_t r;
+
+	if (!c || !c->cma_ok || !need || qp->sq.head != qp->sq.next)
+		return false;
+	if (!(c->peer_access & need)) {
+		sv_comp_fail(qp, w, IBV_WC_REM_INV_REQ_ERR);
+		return true;
+	}
+	if (w->is_inline) {
+		iov[0].iov_base = (uint8_t *)&w->sge[qp->sq.max_sge];
+		iov[0].iov_len = w->length;
+		n = w->length ? 1 : 0;
+		st = IBV_WC_SUCCESS;
+	} else {
+		st = sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge,
+				      to_remote ? SV_LOCAL_READ : SV_LOCAL_WRITE, iov, &n, &total);
+	}
+	if (st != IBV_WC_SUCCESS) {
+		sv_comp_fail(qp, w, st);
+		return true;
+	}
+	if ((need == IBV_ACCESS_REMOTE_ATOMIC && (w->remote_addr & 7)) ||
+	    sv_cma_acquire(c->peer_seg, c->peer_pd, w->rkey, w->remote_addr, w->length, need, &ref)) {
+		sv_comp_fail(qp, w, need == IBV_ACCESS_REMOTE_ATOMIC && (w->remote_addr & 7) ?
+			     IBV_WC_REM_INV_REQ_ERR : IBV_WC_REM_ACCESS_ERR);
+		return true;
+	}
+	if (need == IBV_ACCESS_REMOTE_ATOMIC)
+		r = direct_atomic(c, w, ref.raddr, iov);
+	else
+		r = w->length ? sv_cma_copy(c->peer_pid, iov, n, ref.raddr, w->length, to_remote) : 0;
+	sv_cma_release(&ref);
+	if (r < 0) {
+		if (r == -EPERM)
+			c->cma_ok = false;      /* the kernel says no: use the validated path */
+		return false;
+	}
+	w->state = SV_SWQE_DONE;
+	w->status = IBV_WC_SUCCESS;
+	qp->sq.next++;
+	sv_comp_reap(qp);
+	return true;
+}
+
 bool sv_req_fill(struct sv_qp *qp, struct sv_txframe *f)
 {
 	uint32_t rd_max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 
 	if (qp->attr.qp_state != IBV_QPS_RTS || qp->rnr_wait || qp->link != SV_LINK_UP)
 		return false;
-	while (qp->sq.next != qp->sq.tail) {
+	while (qp->sq.next != qp->sq.tail && qp->attr.qp_state == IBV_QPS_RTS) {
 		struct sv_swqe *w = sv_sq_at(&qp->sq, qp->sq.next);
 		enum ibv_wc_status st;
 
+		if (try_direct(qp, w))
+			continue;
 		if (is_rd_atomic(w->opcode) && qp->rd_outstanding >= rd_max)
 			return false;
 		build_header(qp, w, f, qp->peer_qpn);
@@ -279,18 +382,31 @@ void sv_req_link_failed(struct sv_qp *qp)
 	sv_req_arm_ack_timer(qp);
 }
 
+bool sv_force_tcp(void)
+{
+	const char *t = sv_env_str("SOFTVERBS_TRANSPORT");
+
+	return t && !strcmp(t, "tcp");
+}
+
+/* Same host (the address plan resolved the peer to loopback): a unix socket
+ * and shared memory.  Otherwise, or when forced, TCP. */
 void sv_req_start_link(struct sv_qp *qp)
 {
 	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
 	struct sockaddr_in dst = qp->peer;
+	uint16_t port = qp->peer_qpn >> 8;
+	bool local = (ntohl(dst.sin_addr.s_addr) >> 24) == 127 && !sv_force_tcp();
 	struct sv_conn *c;
+	int err;
 
 	if (qp->out) {
 		sv_conn_close(qp->out);
 		qp->out = NULL;
 	}
-	dst.sin_port = htons(qp->peer_qpn >> 8);
-	if (sv_conn_connect(node, &dst, &c)) {
+	dst.sin_port = htons(port);
+	err = local ? sv_conn_connect_local(node, port, &c) : sv_conn_connect(node, &dst, &c);
+	if (err) {
 		sv_req_link_failed(qp);
 		return;
 	}
@@ -301,11 +417,55 @@ void sv_req_start_link(struct sv_qp *qp)
 
 void sv_req_on_connected(struct sv_qp *qp)
 {
-	qp->link = SV_LINK_UP;
+	struct sv_conn *c = qp->out;
+	struct sv_txframe *f = &c->ctrl;
+	int fd = -1;
+
+	/* Offer rings (and our segment) to a same-host peer. */
+	if (c->is_unix && !sv_force_tcp()) {
+		fd = sv_shm_chan_create(&c->shm);
+		if (fd >= 0) {
+			c->tx_fds[0] = fd;
+			c->tx_fds[1] = dup(sv_seg_fd());
+			c->n_tx_fds = c->tx_fds[1] >= 0 ? 2 : 1;
+		}
+	}
+	qp->link = SV_LINK_HELLO;
 	qp->link_deadline = 0;
 	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
-	/* HELLO first, then whatever the send queue holds. */
-	sv_xmit_ctrl(qp->out, SV_OP_HELLO, qp->peer_qpn, qp->ibqp.qp_base.qp_num);
+	sv_frame_init(f, SV_OP_HELLO, qp->peer_qpn, qp->ibqp.qp_base.qp_num, 0);
+	f->hdr.data1 = sv_host_id();
+	if (fd >= 0 && c->n_tx_fds == 2)
+		f->hdr.flags |= SV_WF_SHM;
+	sv_wire_encode(&f->hdr);
+	sv_xmit_flush(c);
+}
+
+void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
+{
+	const struct sv_wire_hdr *h = &c->rx_hdr;
+
+	if ((h->flags & SV_WF_SHM) && c->shm.base && c->n_rx_fds == 1) {
+		c->peer_seg = sv_seg_map(c->rx_fds[0]);
+		if (c->peer_seg && !sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid)) {
+			c->peer_pd = h->rkey;
+			c->peer_access = h->qkey;
+			c->cma_ok = !sv_env_int("SOFTVERBS_NO_CMA", 0) &&
+				    c->peer_uid == getuid() && sv_cma_probe(c->peer_pid, h->va);
+			sv_conn_shm_start(c);
+			sv_engine_drive_register(c, qp->scq);
+		}
+	}
+	for (int i = 0; i < c->n_rx_fds; i++)
+		close(c->rx_fds[i]);
+	c->n_rx_fds = 0;
+	if (!c->shm_on)
+		sv_shm_chan_destroy(&c->shm);   /* refused: the socket carries frames */
+	sv_info("qp %u: link up (%s%s)", qp->ibqp.qp_base.qp_num,
+		c->shm_on ? "shared memory" : c->is_unix ? "unix socket" : "tcp",
+		c->cma_ok ? ", cross-memory attach" : "");
+	qp->link = SV_LINK_UP;
+	/* frames are sent after this response has been consumed */
 }
 
 void sv_engine_qp_ready(struct sv_qp *qp)

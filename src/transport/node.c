@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "transport/node.h"
 #include "transport/transport.h"
+#include "transport/unix/sock.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -261,6 +262,25 @@ static int run_timers(struct sv_node *node)
 	return (int)((next - now + 999999) / 1000000);
 }
 
+/* Before sleeping, ask every ring writer for a doorbell and serve the rings
+ * that already hold data.  Writers skip the doorbell while an application
+ * thread of ours is polling, so the sleep is bounded while rings exist. */
+#define SV_SHM_MAX_SLEEP_MS 5
+
+static int serve_rings(struct sv_node *node, int timeout)
+{
+	struct sv_conn *ready[64];
+	int n = sv_conn_shm_arm_all(node, ready, 64);
+
+	for (int i = 0; i < n; i++)
+		sv_engine_on_conn(&ready[i]->h, 0);
+	if (n)
+		return 0;
+	if (!sv_list_empty(&node->shm_conns) && (timeout < 0 || timeout > SV_SHM_MAX_SLEEP_MS))
+		return SV_SHM_MAX_SLEEP_MS;
+	return timeout;
+}
+
 static void *progress_main(void *arg)
 {
 	struct sv_node *node = arg;
@@ -268,7 +288,7 @@ static void *progress_main(void *arg)
 
 	on_progress_thread = true;
 	for (;;) {
-		int timeout = run_timers(node);
+		int timeout = serve_rings(node, run_timers(node));
 		int n = epoll_wait(node->epfd, evs, 64, timeout);
 
 		for (int i = 0; i < n; i++) {
@@ -298,6 +318,10 @@ static void close_group(struct sv_node *node, struct sv_pgroup *g)
 		sv_node_unwatch(node, &g->udp_h);
 		close(g->udp_h.fd);
 	}
+	if (g->unix_h.fd >= 0) {
+		sv_node_unwatch(node, &g->unix_h);
+		close(g->unix_h.fd);
+	}
 	free(g);
 }
 
@@ -321,6 +345,7 @@ static struct sv_pgroup *open_group(struct sv_node *node)
 		if (!g)
 			return NULL;
 		g->udp_h.fd = -1;
+		g->unix_h.fd = -1;
 		g->node = node;
 		g->listen_h.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (g->listen_h.fd < 0 || bind_any(g->listen_h.fd, 0) ||
@@ -332,21 +357,24 @@ static struct sv_pgroup *open_group(struct sv_node *node)
 		setsockopt(g->listen_h.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		g->port = ntohs(sa.sin_port);
 		g->udp_h.fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (g->udp_h.fd >= 0 && !bind_any(g->udp_h.fd, g->port)) {
+		g->unix_h.fd = sv_unix_listen(g->port);
+		if (g->udp_h.fd >= 0 && !bind_any(g->udp_h.fd, g->port) && g->unix_h.fd >= 0) {
 			int sz = 4 << 20;
 
 			setsockopt(g->udp_h.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 			setsockopt(g->udp_h.fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 			g->listen_h.fn = sv_engine_on_accept;
+			g->unix_h.fn = sv_engine_on_accept_unix;
 			g->udp_h.fn = sv_engine_on_dgram;
 			if (sv_node_watch(node, &g->listen_h, EPOLLIN) ||
+			    sv_node_watch(node, &g->unix_h, EPOLLIN) ||
 			    sv_node_watch(node, &g->udp_h, EPOLLIN)) {
 				close_group(node, g);
 				return NULL;
 			}
 			return g;
 		}
-		close_group(node, g);       /* UDP port taken: try another */
+		close_group(node, g);       /* UDP port or unix name taken: try another */
 	}
 	return NULL;
 }
@@ -445,6 +473,7 @@ static struct sv_node *node_create(void)
 	sv_list_init(&node->pending);
 	sv_list_init(&node->cmds);
 	sv_list_init(&node->graveyard);
+	sv_list_init(&node->shm_conns);
 	node_set_address(node);
 	raise_fd_limit();
 	node->udp_buf = malloc(SV_UDP_BUF);

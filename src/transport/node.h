@@ -46,6 +46,7 @@ struct sv_pgroup {
 	uint16_t port;
 	struct sv_handler listen_h;
 	struct sv_handler udp_h;
+	struct sv_handler unix_h;    /* same-host channels */
 	struct sv_qp *slot[SV_QP_PER_GROUP];
 	uint32_t used;
 };
@@ -79,6 +80,7 @@ struct sv_node {
 	struct sv_list pending;      /* inbound conns awaiting HELLO */
 	struct sv_list cmds;
 	struct sv_list graveyard;    /* closed conns (node lock) */
+	struct sv_list shm_conns;    /* ring channels (node lock) */
 	int drivers;                 /* application threads inside sv_engine_drive */
 	uint8_t *udp_buf;            /* progress thread's datagram buffer */
 };

@@ -19,6 +19,8 @@
 #include <netinet/in.h>
 
 #include "transport/node.h"
+#include "transport/shm/chan.h"
+#include "transport/shm/segment.h"
 #include "wire/proto.h"
 
 #define SV_PLACE_MAX_SEG 34     /* max_sge + GRH area + inline */
@@ -61,6 +63,21 @@ struct sv_conn {
 	bool paused;                 /* EPOLLIN disarmed until the QP is ready */
 	bool dead;                   /* EOF or error seen */
 	bool closed;                 /* on the node's graveyard, freed after the batch */
+	bool is_unix;                /* same-host socket: can carry fds, knows its peer */
+
+	/* same-host fast path (transport/shm): frames move through rings, the
+	 * socket only carries doorbell bytes and reports the peer's death */
+	bool shm_on;
+	struct sv_shm_chan shm;
+	struct sv_list shm_link;     /* node's list of ring channels */
+	struct sv_seg *peer_seg;     /* the peer's published MR table */
+	pid_t peer_pid;
+	uid_t peer_uid;
+	bool cma_ok;                 /* cross-memory attach into the peer works */
+	uint32_t peer_pd, peer_access;   /* the peer QP's PD and access flags */
+	int rx_fds[2], n_rx_fds;     /* descriptors received with the last bytes */
+	int tx_fds[2], n_tx_fds;     /* descriptors to send with the next write */
+	struct sv_cq *drive_cq;      /* CQ whose pollers check this ring */
 
 	/* receive machine */
 	enum sv_rx_state rx_state;
@@ -90,6 +107,13 @@ ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n);
 ssize_t sv_conn_read(struct sv_conn *c, void *buf, size_t len);
 ssize_t sv_conn_readv(struct sv_conn *c, const struct iovec *iov, int n);
 int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct sv_conn **out);
+int sv_conn_connect_local(struct sv_node *node, uint16_t port, struct sv_conn **out);
+/* Switch a channel to its rings (both ends, after HELLO/HELLO_ACK). */
+void sv_conn_shm_start(struct sv_conn *c);
+void sv_conn_doorbell_drain(struct sv_conn *c);
+/* Progress thread, before sleeping: ask writers for a doorbell; returns the
+ * ring channels that already hold data (up to max). */
+int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max);
 
 /* udp/dgram.c */
 int sv_dgram_send(struct sv_node *node, uint32_t src_qpn, const struct sockaddr_in *dst,

@@ -56,7 +56,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		return -1;
 	/* Cheap emptiness check first: pollers spin here. */
 	if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
-		sv_engine_drive(to_sctx(ibcq->context)->node, cq->drive_fd);
+		sv_engine_drive(to_sctx(ibcq->context)->node, cq);
 		if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
 		    __atomic_load_n(&cq->head, __ATOMIC_RELAXED))
 			return 0;
@@ -99,15 +99,12 @@ static int load_cur(struct sv_cq *cq)
 {
 	uint32_t i;
 
-	if (cq->head == cq->tail) {
-		sv_engine_drive(to_sctx(cq->ibcq.context)->node, cq->drive_fd);
-		if (cq->head == cq->tail)
-			return ENOENT;
-	}
+	if (cq->head == cq->tail)
+		return ENOENT;
 	i = cq->head % cq->size;
 	cq->cur = cq->ring[i];
 	cq->cur_ts = cq->ts ? cq->ts[i] : 0;
-	cq->head++;
+	__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
 	cq->ibcq.wr_id = cq->cur.wr_id;
 	cq->ibcq.status = cq->cur.status;
 	return 0;
@@ -120,6 +117,9 @@ static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 
 	if (attr->comp_mask)
 		return EINVAL;
+	/* Drive progress before taking the lock: completions it makes need it. */
+	if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED))
+		sv_engine_drive(to_sctx(cq->ibcq.context)->node, cq);
 	pthread_mutex_lock(&cq->lock);
 	ret = load_cur(cq);
 	if (ret)
@@ -225,6 +225,7 @@ static struct sv_cq *cq_create(struct ibv_context *context, struct ibv_cq_init_a
 	cq->ibcq.cq_context = a->cq_context;
 	cq->ibcq.cqe = a->cqe;
 	cq->drive_fd = epoll_create1(EPOLL_CLOEXEC);
+	pthread_mutex_init(&cq->drive_lock, NULL);
 	cq->wc_flags = a->wc_flags;
 	pthread_mutex_init(&cq->ibcq.mutex, NULL);
 	pthread_cond_init(&cq->ibcq.cond, NULL);
@@ -306,6 +307,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 		      &cq->async_reported);
 	pthread_mutex_destroy(&cq->lock);
 	close(cq->drive_fd);
+	free(cq->rings);
 	free(cq->ring);
 	free(cq->ts);
 	free(cq);

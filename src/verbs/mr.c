@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "transport/shm/segment.h"
 #include "verbs/sv.h"
 
 static pthread_rwlock_t mr_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -56,6 +57,13 @@ void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t l
 	return (uint8_t *)mr->ibmr.addr + (addr - mr->iova);
 }
 
+/* Same-host peers check rkeys in our segment before accessing directly. */
+static void publish(struct sv_mr *mr)
+{
+	sv_seg_mr_publish(mr->index, mr->ibmr.rkey, mr->access, to_spd(mr->ibmr.pd)->id,
+			  (uintptr_t)mr->ibmr.addr, mr->ibmr.length, mr->iova);
+}
+
 static int table_insert(struct sv_mr *mr)
 {
 	uint32_t slot;
@@ -87,6 +95,7 @@ static int table_insert(struct sv_mr *mr)
 	mr_table[slot] = mr;
 	mr->index = slot;
 	mr->ibmr.lkey = mr->ibmr.rkey = (slot << 8) | mr_gen[slot];
+	publish(mr);
 	return 0;
 }
 
@@ -181,6 +190,7 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 	/* New keys, as after a real re-registration: old rkeys stop working. */
 	mr_gen[mr->index]++;
 	mr->ibmr.lkey = mr->ibmr.rkey = (mr->index << 8) | mr_gen[mr->index];
+	publish(mr);
 	pthread_rwlock_unlock(&mr_lock);
 	return 0;
 }
@@ -192,6 +202,7 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	pthread_rwlock_wrlock(&mr_lock);
 	mr_table[mr->index] = NULL;
 	pthread_rwlock_unlock(&mr_lock);
+	sv_seg_mr_retract(mr->index);
 	sv_pd_put(mr->ibmr.pd);
 	free(mr);
 	return 0;

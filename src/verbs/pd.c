@@ -6,6 +6,7 @@
 
 struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
+	static uint32_t next_id = 1;
 	struct sv_pd *pd = calloc(1, sizeof(*pd));
 
 	if (!pd) {
@@ -13,6 +14,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 		return NULL;
 	}
 	pd->ibpd.context = context;
+	pd->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
 	return &pd->ibpd;
 }
 

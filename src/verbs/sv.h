@@ -60,6 +60,7 @@ struct sv_context {
 
 struct sv_pd {
 	struct ibv_pd ibpd;
+	uint32_t id;                 /* process-unique, published with MRs */
 	int refcnt;                  /* MRs, QPs, SRQs, AHs using it */
 };
 
@@ -94,6 +95,9 @@ struct sv_cq {
 	uint64_t cur_ts;
 	int refcnt;                  /* QPs using it */
 	int drive_fd;                /* epoll set of channels completing here */
+	pthread_mutex_t drive_lock;  /* guards rings[] */
+	struct sv_conn **rings;      /* ring channels completing here */
+	uint32_t nrings, rings_cap;
 	uint32_t events_reported;    /* completion events handed out */
 	uint32_t async_reported;
 };
@@ -175,7 +179,8 @@ struct sv_sq {
 /* Connection-level state of an RC/UC QP towards its one peer QP. */
 enum sv_link_state {
 	SV_LINK_IDLE,                /* not connected, nothing to do */
-	SV_LINK_CONNECTING,          /* TCP connect in progress */
+	SV_LINK_CONNECTING,          /* connect in progress */
+	SV_LINK_HELLO,               /* HELLO sent, waiting for HELLO_ACK */
 	SV_LINK_UP,                  /* outbound channel established */
 	SV_LINK_BACKOFF,             /* failed; reconnect at timer */
 };

@@ -42,6 +42,7 @@ enum sv_op {
 enum {
 	SV_WF_SOLICITED = 1 << 0,
 	SV_WF_GRH       = 1 << 1,   /* UD: sender addressed by GID */
+	SV_WF_SHM       = 1 << 2,   /* HELLO: rings offered; HELLO_ACK: accepted */
 };
 
 /* NAK syndromes (in `imm` of a NAK frame) */

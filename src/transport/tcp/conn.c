@@ -10,7 +10,9 @@
 
 #include "engine/engine.h"
 #include "transport/transport.h"
+#include "transport/unix/sock.h"
 #include "util/log.h"
+#include "util/time.h"
 
 #define SV_RBUF_LEN (256 * 1024)
 
@@ -18,7 +20,8 @@ static void tune_socket(int fd)
 {
 	int one = 1, sz = 4 << 20;
 
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+		one = 0;        /* a unix socket: no Nagle to turn off */
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 }
@@ -40,6 +43,7 @@ struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool co
 	c->outbound = outbound;
 	c->connected = connected;
 	sv_list_init(&c->pending_link);
+	sv_list_init(&c->shm_link);
 	tune_socket(fd);
 	if (sv_node_watch(node, &c->h, EPOLLIN | (connected ? 0 : EPOLLOUT))) {
 		free(c->rbuf);
@@ -52,6 +56,10 @@ struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool co
 
 static uint32_t conn_events(struct sv_conn *c)
 {
+	/* A ring channel always listens for doorbells; it never waits for
+	 * socket room (ring room is signalled by a doorbell too). */
+	if (c->shm_on)
+		return EPOLLIN;
 	return (c->paused ? 0 : EPOLLIN) | (c->want_out ? EPOLLOUT : 0);
 }
 
@@ -82,7 +90,14 @@ void sv_conn_close(struct sv_conn *c)
 	sv_node_unwatch(node, &c->h);
 	close(c->h.fd);
 	c->h.fd = -1;
+	for (int i = 0; i < c->n_rx_fds; i++)
+		close(c->rx_fds[i]);
+	for (int i = 0; i < c->n_tx_fds; i++)
+		close(c->tx_fds[i]);
+	c->n_rx_fds = c->n_tx_fds = 0;
+	sv_engine_drive_forget(c);
 	pthread_mutex_lock(&node->lock);
+	sv_list_del(&c->shm_link);
 	sv_list_del(&c->pending_link);
 	sv_list_add_tail(&node->graveyard, &c->pending_link);
 	pthread_mutex_unlock(&node->lock);
@@ -102,32 +117,164 @@ void sv_conn_reap(struct sv_node *node)
 	sv_list_for_each_safe(pos, tmp, &dead) {
 		struct sv_conn *c = sv_container_of(pos, struct sv_conn, pending_link);
 
+		sv_shm_chan_destroy(&c->shm);
+		sv_seg_unmap(c->peer_seg);
 		free(c->rbuf);
 		free(c);
 	}
 }
 
+/* ---- doorbells: one byte on the socket wakes the peer's progress thread ---- */
+
+#define SV_PEER_POLL_NS 20000     /* a peer that polled this recently needs no doorbell */
+
+static void ring_doorbell(struct sv_conn *c, uint32_t *flag)
+{
+	const char b = 1;
+
+	if (!__atomic_load_n(flag, __ATOMIC_SEQ_CST) || !__atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST))
+		return;
+	if (write(c->h.fd, &b, 1) < 0 && errno != EAGAIN)
+		c->dead = true;
+}
+
+void sv_conn_doorbell_drain(struct sv_conn *c)
+{
+	char buf[64];
+	ssize_t r;
+
+	while ((r = read(c->h.fd, buf, sizeof(buf))) > 0)
+		;
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+		c->dead = true;
+}
+
+static bool peer_polling(struct sv_conn *c)
+{
+	uint64_t last = c->peer_seg ? __atomic_load_n(&c->peer_seg->last_poll_ns, __ATOMIC_RELAXED) : 0;
+
+	return last && sv_now_ns() - last < SV_PEER_POLL_NS;
+}
+
+static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
+{
+	struct sv_ring *tx = c->shm.tx;
+	size_t want = 0, r;
+
+	for (int i = 0; i < n; i++)
+		want += iov[i].iov_len;
+	r = sv_ring_write(tx, c->shm.size, iov, n);
+	if (r < want) {
+		/* Full: ask the reader to ring back, then look once more. */
+		__atomic_store_n(&tx->producer_wants_wake, 1, __ATOMIC_SEQ_CST);
+		if (sv_ring_readable(tx, c->shm.size) < c->shm.size) {
+			struct iovec rest[SV_PLACE_MAX_SEG + 1];
+			size_t skip = r;
+			int k = 0;
+
+			for (int i = 0; i < n; i++) {
+				if (skip >= iov[i].iov_len) {
+					skip -= iov[i].iov_len;
+					continue;
+				}
+				rest[k].iov_base = (uint8_t *)iov[i].iov_base + skip;
+				rest[k++].iov_len = iov[i].iov_len - skip;
+				skip = 0;
+			}
+			r += sv_ring_write(tx, c->shm.size, rest, k);
+		}
+	}
+	if (r && !peer_polling(c))
+		ring_doorbell(c, &tx->consumer_wants_wake);
+	return r;
+}
+
+static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
+{
+	struct sv_ring *rx = c->shm.rx;
+	size_t r = sv_ring_read(rx, c->shm.size, iov, n);
+
+	if (r)
+		ring_doorbell(c, &rx->producer_wants_wake);
+	return r ? (ssize_t)r : -EAGAIN;
+}
+
 ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n)
 {
-	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
-	ssize_t r = sendmsg(c->h.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	ssize_t r;
 
-	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+	if (c->shm_on)
+		return shm_writev(c, iov, n);
+	if (c->is_unix) {
+		r = sv_unix_send(c->h.fd, iov, n, c->tx_fds, c->n_tx_fds);
+		if (r > 0) {
+			/* the message holds its own references now */
+			for (int i = 0; i < c->n_tx_fds; i++)
+				close(c->tx_fds[i]);
+			c->n_tx_fds = 0;
+		}
+	} else {
+		struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
+
+		r = sendmsg(c->h.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (r < 0)
+			r = -errno;
+	}
+	if (r == -EAGAIN || r == -EWOULDBLOCK)
 		return 0;
 	if (r < 0)
 		c->dead = true;
-	return r < 0 ? -errno : r;
+	return r;
 }
 
 ssize_t sv_conn_readv(struct sv_conn *c, const struct iovec *iov, int n)
 {
-	ssize_t r = readv(c->h.fd, iov, n);
+	ssize_t r;
 
-	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+	if (c->shm_on)
+		return shm_readv(c, iov, n);
+	if (c->is_unix) {
+		r = sv_unix_recv(c->h.fd, iov, n, c->rx_fds, &c->n_rx_fds);
+	} else {
+		r = readv(c->h.fd, iov, n);
+		if (r < 0)
+			r = -errno;
+	}
+	if (r == -EAGAIN || r == -EWOULDBLOCK)
 		return -EAGAIN;
 	if (r <= 0)
 		c->dead = true;
-	return r < 0 ? -errno : r;
+	return r;
+}
+
+void sv_conn_shm_start(struct sv_conn *c)
+{
+	struct sv_node *node = c->node;
+
+	c->shm_on = true;
+	c->rb_start = c->rb_end = 0;     /* only doorbell bytes can follow the HELLO */
+	pthread_mutex_lock(&node->lock);
+	sv_list_add_tail(&node->shm_conns, &c->shm_link);
+	pthread_mutex_unlock(&node->lock);
+	sv_node_rewatch(node, &c->h, conn_events(c));
+}
+
+int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max)
+{
+	struct sv_list *pos, *tmp;
+	int n = 0;
+
+	pthread_mutex_lock(&node->lock);
+	sv_list_for_each_safe(pos, tmp, &node->shm_conns) {
+		struct sv_conn *c = sv_container_of(pos, struct sv_conn, shm_link);
+
+		__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
+		if ((sv_ring_readable(c->shm.rx, c->shm.size) ||
+		     __atomic_load_n(&c->shm.tx->producer_wants_wake, __ATOMIC_RELAXED)) && n < max)
+			ready[n++] = c;
+	}
+	pthread_mutex_unlock(&node->lock);
+	return n;
 }
 
 ssize_t sv_conn_read(struct sv_conn *c, void *buf, size_t len)
@@ -135,6 +282,21 @@ ssize_t sv_conn_read(struct sv_conn *c, void *buf, size_t len)
 	struct iovec iov = { buf, len };
 
 	return sv_conn_readv(c, &iov, 1);
+}
+
+int sv_conn_connect_local(struct sv_node *node, uint16_t port, struct sv_conn **out)
+{
+	int fd = sv_unix_connect(port);
+
+	if (fd < 0)
+		return fd;
+	*out = sv_conn_new(node, fd, true, false);
+	if (!*out) {
+		close(fd);
+		return -ENOMEM;
+	}
+	(*out)->is_unix = true;
+	return 0;
 }
 
 int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct sv_conn **out)

@@ -1,0 +1,23 @@
+/* A same-host channel's shared memory: two byte rings in one memfd. */
+#ifndef SV_SHM_CHAN_H
+#define SV_SHM_CHAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "transport/shm/ring.h"
+
+struct sv_shm_chan {
+	void *base;
+	size_t len;
+	struct sv_ring *tx, *rx;
+	uint32_t size;               /* ring data size, validated at attach */
+};
+
+/* The connecting side creates it (returns the memfd to pass on); ring 0
+ * carries connector -> acceptor, ring 1 the other way. */
+int sv_shm_chan_create(struct sv_shm_chan *ch);
+int sv_shm_chan_attach(struct sv_shm_chan *ch, int fd);
+void sv_shm_chan_destroy(struct sv_shm_chan *ch);
+
+#endif

@@ -1,0 +1,120 @@
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "transport/shm/segment.h"
+#include "util/log.h"
+
+static struct sv_seg *self;
+static int self_fd = -1;
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+
+static void seg_create(void)
+{
+	pthread_mutexattr_t ma;
+	int fd = memfd_create("softverbs-segment", MFD_CLOEXEC);
+	struct sv_seg *s;
+
+	if (fd < 0 || ftruncate(fd, sizeof(*s))) {
+		sv_err("segment: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (s == MAP_FAILED) {
+		close(fd);
+		return;
+	}
+	s->magic = SV_SEG_MAGIC;
+	s->version = SV_SEG_VERSION;
+	s->pid = getpid();
+	s->uid = getuid();
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&s->atomic_lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	self = s;
+	self_fd = fd;
+}
+
+struct sv_seg *sv_seg_self(void)
+{
+	pthread_once(&self_once, seg_create);
+	return self;
+}
+
+int sv_seg_fd(void)
+{
+	sv_seg_self();
+	return self_fd;
+}
+
+struct sv_seg *sv_seg_map(int fd)
+{
+	struct sv_seg *s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (s == MAP_FAILED)
+		return NULL;
+	if (s->magic != SV_SEG_MAGIC || s->version != SV_SEG_VERSION) {
+		munmap(s, sizeof(*s));
+		return NULL;
+	}
+	return s;
+}
+
+void sv_seg_unmap(struct sv_seg *seg)
+{
+	if (seg)
+		munmap(seg, sizeof(*seg));
+}
+
+void sv_seg_mr_publish(uint32_t slot, uint32_t key, uint32_t access, uint32_t pd,
+		       uint64_t addr, uint64_t len, uint64_t iova)
+{
+	struct sv_seg *s = sv_seg_self();
+	struct sv_seg_mr *m;
+
+	if (!s || slot >= SV_SEG_MR_MAX)
+		return;
+	m = &s->mr[slot];
+	__atomic_add_fetch(&m->seq, 1, __ATOMIC_SEQ_CST);    /* odd: changing */
+	m->key = key;
+	m->access = access;
+	m->pd = pd;
+	m->addr = addr;
+	m->len = len;
+	m->iova = iova;
+	__atomic_add_fetch(&m->seq, 1, __ATOMIC_SEQ_CST);    /* even: stable */
+}
+
+void sv_seg_mr_retract(uint32_t slot)
+{
+	struct sv_seg *s = sv_seg_self();
+	struct sv_seg_mr *m;
+
+	if (!s || slot >= SV_SEG_MR_MAX)
+		return;
+	m = &s->mr[slot];
+	__atomic_add_fetch(&m->seq, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&m->key, 0, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&m->seq, 1, __ATOMIC_SEQ_CST);
+	/* ibv_dereg_mr returns only once no peer is still copying into it. */
+	while (__atomic_load_n(&m->inflight, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+void sv_seg_atomic_lock(struct sv_seg *seg)
+{
+	if (pthread_mutex_lock(&seg->atomic_lock) == EOWNERDEAD)
+		pthread_mutex_consistent(&seg->atomic_lock);    /* holder died mid-atomic */
+}
+
+void sv_seg_atomic_unlock(struct sv_seg *seg)
+{
+	pthread_mutex_unlock(&seg->atomic_lock);
+}

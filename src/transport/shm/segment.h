@@ -1,0 +1,55 @@
+/*
+ * This process's shared segment: what same-host peers of the same user may
+ * see directly.  It holds the MR table (so an initiator can check rkeys,
+ * rights and bounds itself before a cross-memory-attach access), the lock
+ * that makes atomics atomic across initiators, and the progress thread's
+ * sleep flag.  It is a memfd, handed to peers over a unix socket
+ * (SCM_RIGHTS): no name in /dev/shm, nothing left behind if we die, and only
+ * a process we chose to give it to can map it.
+ */
+#ifndef SV_SHM_SEGMENT_H
+#define SV_SHM_SEGMENT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SV_SEG_MAGIC   0x53565347u     /* "SVSG" */
+#define SV_SEG_VERSION 1
+#define SV_SEG_MR_MAX  (1u << 16)      /* MR slots published to peers */
+
+struct sv_seg_mr {
+	uint32_t seq;                /* seqlock: odd while being changed */
+	uint32_t key;                /* 0: no MR */
+	uint32_t access;
+	uint32_t pd;
+	uint64_t addr, len, iova;
+	uint32_t inflight;           /* peers' direct accesses in progress */
+	uint32_t pad;
+};
+
+struct sv_seg {
+	uint32_t magic, version;
+	int32_t pid;
+	uint32_t uid;
+	uint64_t last_poll_ns;       /* an application thread polled a CQ */
+	pthread_mutex_t atomic_lock; /* process-shared, robust */
+	uint8_t pad[64];
+	struct sv_seg_mr mr[SV_SEG_MR_MAX];
+};
+
+struct sv_seg *sv_seg_self(void);
+int sv_seg_fd(void);
+struct sv_seg *sv_seg_map(int fd);           /* a peer's, from SCM_RIGHTS */
+void sv_seg_unmap(struct sv_seg *seg);
+
+/* MR table publication (mr.c); slot is the MR's key >> 8. */
+void sv_seg_mr_publish(uint32_t slot, uint32_t key, uint32_t access, uint32_t pd,
+		       uint64_t addr, uint64_t len, uint64_t iova);
+void sv_seg_mr_retract(uint32_t slot);      /* and wait for peers' accesses to end */
+
+void sv_seg_atomic_lock(struct sv_seg *seg);
+void sv_seg_atomic_unlock(struct sv_seg *seg);
+
+#endif

@@ -1,0 +1,21 @@
+/*
+ * Same-host channels use abstract unix stream sockets named after the port
+ * group ("softverbs.<port>"): they carry descriptors (SCM_RIGHTS) and tell
+ * who the peer is (SO_PEERCRED).  Abstract names live in the network
+ * namespace, like the TCP port they mirror.
+ */
+#ifndef SV_UNIX_SOCK_H
+#define SV_UNIX_SOCK_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+int sv_unix_listen(uint16_t port);
+int sv_unix_connect(uint16_t port);
+/* sendmsg/recvmsg with up to 2 descriptors; recv stores received fds. */
+ssize_t sv_unix_send(int fd, const struct iovec *iov, int n, const int *fds, int nfds);
+ssize_t sv_unix_recv(int fd, const struct iovec *iov, int n, int *fds, int *nfds);
+int sv_unix_peer(int fd, pid_t *pid, uid_t *uid);
+
+#endif
