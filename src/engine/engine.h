@@ -34,6 +34,7 @@ void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
 void sv_engine_drive(struct sv_node *node, struct sv_cq *cq);
 void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq);
 void sv_engine_drive_forget(struct sv_conn *c);
+void sv_engine_drive_register_dgram(struct sv_qp *qp);
 void sv_engine_wait_drivers(struct sv_node *node);
 
 /* verbs entry points; caller holds qp->lock */

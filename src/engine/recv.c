@@ -25,6 +25,7 @@
 #define SV_RX_BUDGET    64            /* frames per wake-up, for fairness */
 
 static void conn_lost(struct sv_conn *c);
+static void dgram_drain(struct sv_node *node, int fd, uint8_t *buf);
 
 /* ---- payload placement ---- */
 
@@ -361,8 +362,16 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 			drive_one(ready[i]);
 	}
 	n = epoll_wait(cq->drive_fd, evs, 16, 0);
-	for (int i = 0; i < n; i++)
-		drive_one(evs[i].data.ptr);
+	for (int i = 0; i < n; i++) {
+		if (evs[i].data.u64 & 1) {          /* a port group's datagram socket */
+			struct sv_pgroup *g = (void *)(uintptr_t)(evs[i].data.u64 & ~1ull);
+			uint8_t buf[SV_UDP_BUF];
+
+			dgram_drain(node, g->udp_h.fd, buf);
+		} else {
+			drive_one(evs[i].data.ptr);
+		}
+	}
 	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -575,23 +584,22 @@ void sv_engine_on_accept_unix(struct sv_handler *h, uint32_t events)
 
 /* ---- datagrams ---- */
 
-void sv_engine_on_dgram(struct sv_handler *h, uint32_t events)
+/* Receive every queued datagram of a port group into `buf`. */
+static void dgram_drain(struct sv_node *node, int fd, uint8_t *buf)
 {
-	struct sv_node *node = sv_container_of(h, struct sv_pgroup, udp_h)->node;
-
 	for (;;) {
 		struct sockaddr_in from;
 		socklen_t fl = sizeof(from);
 		struct sv_wire_hdr hdr;
 		struct sv_qp *qp;
-		ssize_t r = recvfrom(h->fd, node->udp_buf, SV_UDP_BUF, MSG_DONTWAIT | MSG_TRUNC,
+		ssize_t r = recvfrom(fd, buf, SV_UDP_BUF, MSG_DONTWAIT | MSG_TRUNC,
 				     (struct sockaddr *)&from, &fl);
 
 		if (r < 0)
 			return;
 		if ((size_t)r < sizeof(hdr) || (size_t)r > SV_UDP_BUF)
 			continue;                   /* runt or oversized: drop */
-		memcpy(&hdr, node->udp_buf, sizeof(hdr));
+		memcpy(&hdr, buf, sizeof(hdr));
 		if (!sv_wire_decode(&hdr) || hdr.len != (size_t)r - sizeof(hdr) ||
 		    (hdr.opcode != SV_OP_SEND && hdr.opcode != SV_OP_SEND_IMM))
 			continue;
@@ -600,7 +608,25 @@ void sv_engine_on_dgram(struct sv_handler *h, uint32_t events)
 			continue;
 		pthread_mutex_lock(&qp->lock);
 		if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD)
-			sv_resp_ud(qp, &hdr, node->udp_buf + sizeof(hdr), &from);
+			sv_resp_ud(qp, &hdr, buf + sizeof(hdr), &from);
 		pthread_mutex_unlock(&qp->lock);
 	}
+}
+
+void sv_engine_on_dgram(struct sv_handler *h, uint32_t events)
+{
+	struct sv_node *node = sv_container_of(h, struct sv_pgroup, udp_h)->node;
+
+	dgram_drain(node, h->fd, node->udp_buf);
+}
+
+/* UD QPs: pollers of the receive CQ drain the port group's socket too. */
+void sv_engine_drive_register_dgram(struct sv_qp *qp)
+{
+	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
+	struct sv_pgroup *g = sv_node_group_of(node, qp->ibqp.qp_base.qp_num);
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uintptr_t)g | 1 };
+
+	if (g)
+		epoll_ctl(qp->rcq->drive_fd, EPOLL_CTL_ADD, g->udp_h.fd, &ev);
 }

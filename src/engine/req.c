@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "transport/node.h"
 #include "transport/shm/cma.h"
+#include "transport/unix/mcast.h"
 #include "transport/unix/sock.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -323,7 +324,9 @@ static void ud_send_one(struct sv_qp *qp, struct sv_swqe *w)
 		iov[0].iov_len = sizeof(f.hdr);
 		memcpy(&iov[1], f.seg, f.nseg * sizeof(struct iovec));
 		sv_wire_encode(&f.hdr);
-		if (sv_dgram_send(node, qp->ibqp.qp_base.qp_num, &dst, iov, f.nseg + 1))
+		if (w->ud_mcast)
+			sv_mcast_send(&w->ud_mgid, iov, f.nseg + 1);
+		else if (sv_dgram_send(node, qp->ibqp.qp_base.qp_num, &dst, iov, f.nseg + 1))
 			st = IBV_WC_GENERAL_ERR;
 	}
 	w->state = SV_SWQE_DONE;
@@ -474,6 +477,8 @@ void sv_engine_qp_ready(struct sv_qp *qp)
 
 	if (qp->in)
 		sv_conn_pause(qp->in, s < IBV_QPS_RTR || s == IBV_QPS_ERR);
+	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD && s == IBV_QPS_RTR)
+		sv_engine_drive_register_dgram(qp);
 }
 
 void sv_engine_qp_teardown(struct sv_qp *qp)

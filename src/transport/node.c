@@ -422,6 +422,16 @@ static struct sv_pgroup *find_group(struct sv_node *node, uint16_t port)
 	return NULL;
 }
 
+struct sv_pgroup *sv_node_group_of(struct sv_node *node, uint32_t qpn)
+{
+	struct sv_pgroup *g;
+
+	pthread_mutex_lock(&node->lock);
+	g = find_group(node, qpn >> 8);
+	pthread_mutex_unlock(&node->lock);
+	return g;
+}
+
 void sv_node_free_qpn(struct sv_node *node, uint32_t qpn)
 {
 	struct sv_pgroup *g;

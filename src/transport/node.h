@@ -100,6 +100,7 @@ void sv_node_put(struct sv_node *node);
 int sv_node_alloc_qpn(struct sv_node *node, struct sv_qp *qp, uint32_t *qpn);
 void sv_node_free_qpn(struct sv_node *node, uint32_t qpn);
 struct sv_qp *sv_node_lookup_qp(struct sv_node *node, uint32_t qpn);
+struct sv_pgroup *sv_node_group_of(struct sv_node *node, uint32_t qpn);
 
 bool sv_node_resolve_lid(struct sv_node *node, uint16_t lid, struct sockaddr_in *out);
 bool sv_node_resolve_gid(struct sv_node *node, const union ibv_gid *gid, struct sockaddr_in *out);

@@ -13,6 +13,10 @@ int sv_ah_resolve(struct ibv_context *ctx, const struct ibv_ah_attr *attr,
 
 	if (attr->port_num != 1)
 		return EINVAL;
+	if (attr->is_global && sv_gid_is_mcast(&attr->grh.dgid)) {
+		memset(dst, 0, sizeof(*dst));       /* members are found at send time */
+		return 0;
+	}
 	if (attr->is_global)
 		return sv_node_resolve_gid(node, &attr->grh.dgid, dst) ? 0 : EINVAL;
 	return sv_node_resolve_lid(node, attr->dlid, dst) ? 0 : EINVAL;

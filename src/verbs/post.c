@@ -89,6 +89,9 @@ int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr)
 		w->ud_qpn = wr->wr.ud.remote_qpn;
 		w->ud_qkey = wr->wr.ud.remote_qkey;
 		w->ud_grh = ah->attr.is_global;
+		w->ud_mcast = ah->attr.is_global && sv_gid_is_mcast(&ah->attr.grh.dgid);
+		if (w->ud_mcast)
+			w->ud_mgid = ah->attr.grh.dgid;
 	}
 	if (is_inline) {
 		uint8_t *dst = (uint8_t *)&w->sge[sq->max_sge];

@@ -144,6 +144,7 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 	}
 	pthread_mutex_init(&qp->lock, NULL);
 	sv_list_init(&qp->timer_link);
+	sv_list_init(&qp->mcast);
 	qp->scq = to_scq(a->send_cq);
 	qp->rcq = to_scq(a->recv_cq);
 	qp->srq = a->srq ? to_ssrq(a->srq) : NULL;
@@ -267,6 +268,7 @@ static void qp_unlink(void *arg)
 
 	/* On the progress thread: no handler can be running for its channels. */
 	sv_node_free_qpn(node, qp->ibqp.qp_base.qp_num);
+	sv_mcast_detach_all(qp);
 	pthread_mutex_lock(&qp->lock);
 	sv_engine_qp_teardown(qp);
 	qp->ack_deadline = qp->rnr_deadline = qp->link_deadline = 0;

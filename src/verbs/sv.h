@@ -163,6 +163,8 @@ struct sv_swqe {
 	struct sockaddr_in ud_dst;
 	uint32_t ud_qpn, ud_qkey;
 	bool ud_grh;
+	bool ud_mcast;               /* to the members of MGID ud_mgid */
+	union ibv_gid ud_mgid;
 	bool is_inline;
 	uint32_t inline_off;         /* offset of inline data in the wqe */
 	struct sv_sge sge[];         /* num_sge entries, then inline data */
@@ -238,6 +240,8 @@ struct sv_qp {
 		uint32_t idx;            /* SQ index it answers */
 		uint32_t status;
 	} cctx;
+
+	struct sv_list mcast;        /* multicast attachments (UD) */
 
 	/* timers and teardown */
 	struct sv_list timer_link;   /* node's list of QPs with deadlines */
@@ -328,6 +332,11 @@ uint64_t sv_rnr_timer_ns(uint8_t min_rnr_timer);
 int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr);
 void sv_sq_doorbell(struct sv_qp *qp);
 void sv_qp_init_ex_ops(struct sv_qp *qp);
+
+/* mcast.c */
+void sv_mcast_detach_all(struct sv_qp *qp);     /* progress thread */
+
+static inline bool sv_gid_is_mcast(const union ibv_gid *g) { return g->raw[0] == 0xff; }
 
 /* ah.c */
 int sv_ah_resolve(struct ibv_context *ctx, const struct ibv_ah_attr *attr,

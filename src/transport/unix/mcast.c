@@ -1,0 +1,78 @@
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "transport/unix/mcast.h"
+
+#define SV_MC_PREFIX "softverbs.mc."
+
+static int group_prefix(char *buf, size_t len, const union ibv_gid *mgid)
+{
+	int n = snprintf(buf, len, SV_MC_PREFIX);
+
+	for (int i = 0; i < 16; i++)
+		n += snprintf(buf + n, len - n, "%02x", mgid->raw[i]);
+	n += snprintf(buf + n, len - n, ".");
+	return n;
+}
+
+int sv_mcast_bind(const union ibv_gid *mgid, uint32_t qpn)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int n = group_prefix(sa.sun_path + 1, sizeof(sa.sun_path) - 1, mgid);
+	int fd, sz = 4 << 20;
+
+	n += snprintf(sa.sun_path + 1 + n, sizeof(sa.sun_path) - 1 - n, "%u", qpn);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	if (bind(fd, (struct sockaddr *)&sa, offsetof(struct sockaddr_un, sun_path) + 1 + n)) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+int sv_mcast_send(const union ibv_gid *mgid, const struct iovec *iov, int n)
+{
+	char prefix[80], line[512];
+	int plen = group_prefix(prefix, sizeof(prefix), mgid), sent = 0;
+	FILE *f = fopen("/proc/net/unix", "re");
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (!f || fd < 0) {
+		if (f)
+			fclose(f);
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *at = strchr(line, '@');
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		struct msghdr mh = { .msg_name = &sa, .msg_iov = (struct iovec *)iov,
+				     .msg_iovlen = n };
+		size_t len;
+
+		if (!at || strncmp(at + 1, prefix, plen))
+			continue;
+		len = strcspn(at + 1, " \n");
+		if (len >= sizeof(sa.sun_path) - 1)
+			continue;
+		memcpy(sa.sun_path + 1, at + 1, len);
+		mh.msg_namelen = offsetof(struct sockaddr_un, sun_path) + 1 + len;
+		/* Unreliable like a fabric: a full member misses this one. */
+		if (sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+			sent++;
+	}
+	fclose(f);
+	close(fd);
+	return sent;
+}
