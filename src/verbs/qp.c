@@ -67,8 +67,7 @@ void sv_qp_flush(struct sv_qp *qp)
 
 void sv_qp_to_error(struct sv_qp *qp)
 {
-	bool was_err = qp->attr.qp_state == IBV_QPS_ERR && qp->ibqp.qp_base.state == IBV_QPS_ERR &&
-		       !qp->out && !qp->in;
+	bool was_err = qp->attr.qp_state == IBV_QPS_ERR;
 
 	qp->attr.qp_state = qp->attr.cur_qp_state = IBV_QPS_ERR;
 	qp->ibqp.qp_base.state = IBV_QPS_ERR;

@@ -202,8 +202,10 @@ static void apply_transition(struct sv_qp *qp, enum ibv_qp_state cur, enum ibv_q
 		qp_reset(qp);
 		break;
 	case IBV_QPS_ERR:
-		if (cur != IBV_QPS_ERR)
+		if (cur != IBV_QPS_ERR) {
+			qp->attr.qp_state = cur;        /* sv_qp_to_error does the move */
 			sv_qp_to_error(qp);
+		}
 		break;
 	case IBV_QPS_RTR:
 		if (cur == IBV_QPS_INIT) {
