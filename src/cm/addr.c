@@ -95,6 +95,7 @@ void cm_gid_from_sa(union ibv_gid *gid, const struct sockaddr *sa)
 void cm_id_attach_device(struct cm_id *p, struct cm_device *dev)
 {
 	p->dev = dev;
+	cm_device_watch(dev);
 	p->id.verbs = dev->ctx;
 	p->id.port_num = dev->port;
 	p->id.route.addr.addr.ibaddr.sgid = dev->gid;

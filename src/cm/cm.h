@@ -67,6 +67,8 @@ struct cm_device {
 	union ibv_gid gid;             /* GID index 0 */
 	uint8_t max_resp_res;          /* max_qp_rd_atom */
 	uint8_t max_init_depth;        /* max_qp_init_rd_atom */
+	struct ibv_context *monitor;   /* [G] own context for async events */
+	bool monitored;                /* [G] monitor fd is in the epoll set */
 };
 
 /* Fills the device table once; returns the number of devices (may be 0). */
@@ -76,6 +78,10 @@ struct cm_device *cm_device_by_ctx(struct ibv_context *ctx);
 /* Device serving a local address (NULL address: the first device). */
 struct cm_device *cm_device_for_addr(const struct sockaddr *sa);
 struct ibv_pd *cm_device_default_pd(struct cm_device *dev);
+int cm_device_index(struct cm_device *dev);
+int cm_device_monitor_fd(int idx);                 /* [G] */
+bool cm_device_monitor_fatal(int idx);             /* [G] */
+void cm_device_watch(struct cm_device *dev);       /* [G] core.c */
 
 /* ---- event channels and events ------------------------------------------ */
 struct cm_channel {

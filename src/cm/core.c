@@ -31,6 +31,7 @@ struct cm_global cm = {
 };
 
 #define WAKE_TOKEN UINT64_MAX
+#define DEVICE_TOKEN (1ULL << 63)	/* | device index */
 
 int cm_debug;
 
@@ -111,6 +112,37 @@ void cm_sock_close(struct cm_id *p)
 	close(p->sock);
 	p->sock = -1;
 	p->rlen = 0;
+}
+
+void cm_device_watch(struct cm_device *dev)
+{
+	int idx = cm_device_index(dev), fd;
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (!dev || dev->monitored || cm.epfd < 0)
+		return;
+	fd = cm_device_monitor_fd(idx);
+	if (fd < 0)
+		return;
+	ev.data.u64 = DEVICE_TOKEN | (uint64_t)idx;
+	if (!epoll_ctl(cm.epfd, EPOLL_CTL_ADD, fd, &ev))
+		dev->monitored = true;
+}
+
+/* The device went away: every id bound to it gets DEVICE_REMOVAL. */
+static void device_event(int idx)
+{
+	struct cm_list *pos, *tmp;
+
+	if (!cm_device_monitor_fatal(idx))
+		return;
+	cm_list_for_each_safe(pos, tmp, &cm.ids) {
+		struct cm_id *p = cm_container_of(pos, struct cm_id, node);
+
+		if (p->dev && cm_device_index(p->dev) == idx &&
+		    p->state != CM_REQ_WAIT && p->state != CM_DESTROYING)
+			cm_event_post(p, RDMA_CM_EVENT_DEVICE_REMOVAL, 0);
+	}
 }
 
 static void wake_progress(void)
@@ -195,6 +227,11 @@ static void *progress_main(void *arg)
 		for (i = 0; i < n; i++) {
 			struct cm_id *p;
 
+			if (evs[i].data.u64 != WAKE_TOKEN &&
+			    (evs[i].data.u64 & DEVICE_TOKEN)) {
+				device_event((int)(evs[i].data.u64 & ~DEVICE_TOKEN));
+				continue;
+			}
 			if (evs[i].data.u64 == WAKE_TOKEN) {
 				uint64_t v;
 				ssize_t r = read(cm.wakefd, &v, sizeof(v));

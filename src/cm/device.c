@@ -124,6 +124,41 @@ struct cm_device *cm_device_for_addr(const struct sockaddr *sa)
 	return &devs[0];
 }
 
+/* DEVICE_REMOVAL: a second context per device, only for its async events
+ * (so the application's own contexts keep all of theirs); its fd sits in
+ * the progress thread's epoll.  [G] */
+int cm_device_monitor_fd(int idx)
+{
+	if (idx < 0 || idx >= ndevs)
+		return -1;
+	if (!devs[idx].monitor) {
+		devs[idx].monitor = ibv_open_device(devs[idx].ctx->device);
+		if (!devs[idx].monitor)
+			return -1;
+	}
+	return devs[idx].monitor->async_fd;
+}
+
+int cm_device_index(struct cm_device *dev)
+{
+	return dev ? (int)(dev - devs) : -1;
+}
+
+/* [G] The monitor context is readable: true if the device is gone. */
+bool cm_device_monitor_fatal(int idx)
+{
+	struct ibv_async_event ev;
+	bool fatal = false;
+
+	if (idx < 0 || idx >= ndevs || !devs[idx].monitor)
+		return false;
+	if (ibv_get_async_event(devs[idx].monitor, &ev))
+		return false;
+	fatal = ev.event_type == IBV_EVENT_DEVICE_FATAL;
+	ibv_ack_async_event(&ev);
+	return fatal;
+}
+
 struct ibv_pd *cm_device_default_pd(struct cm_device *dev)
 {
 	if (!dev->default_pd)

@@ -295,7 +295,8 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 		cq->rings = r;
 		cq->rings_cap = n;
 	}
-	cq->rings[cq->nrings++] = c;
+	cq->rings[cq->nrings] = c;
+	__atomic_store_n(&cq->nrings, cq->nrings + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&cq->drive_lock);
 }
 
@@ -311,7 +312,8 @@ void sv_engine_drive_forget(struct sv_conn *c)
 	pthread_mutex_lock(&cq->drive_lock);
 	for (uint32_t i = 0; i < cq->nrings; i++)
 		if (cq->rings[i] == c) {
-			cq->rings[i] = cq->rings[--cq->nrings];
+			cq->rings[i] = cq->rings[cq->nrings - 1];
+			__atomic_store_n(&cq->nrings, cq->nrings - 1, __ATOMIC_RELEASE);
 			break;
 		}
 	pthread_mutex_unlock(&cq->drive_lock);
@@ -340,7 +342,7 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 	int n;
 
 	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
-	if (cq->nrings) {
+	if (__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE)) {
 		struct sv_seg *self = sv_seg_self();
 		struct sv_conn *ready[64];
 		int k = 0;
@@ -565,6 +567,8 @@ static void accept_all(struct sv_node *node, int lfd, bool is_unix)
 		pthread_mutex_lock(&node->lock);
 		sv_list_add_tail(&node->pending, &c->pending_link);
 		pthread_mutex_unlock(&node->lock);
+		if (sv_conn_start(c))
+			sv_conn_close(c);
 	}
 }
 

@@ -414,6 +414,11 @@ void sv_req_start_link(struct sv_qp *qp)
 		return;
 	}
 	c->qp = qp;
+	if (sv_conn_start(c)) {
+		sv_conn_free_unstarted(c);
+		sv_req_link_failed(qp);
+		return;
+	}
 	qp->out = c;
 	qp->link = SV_LINK_CONNECTING;
 }

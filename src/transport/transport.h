@@ -96,7 +96,11 @@ struct sv_conn {
 };
 
 /* tcp/conn.c */
+/* A channel is set up (owner, kind) before sv_conn_start() lets the
+ * progress thread see it. */
 struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool connected);
+int sv_conn_start(struct sv_conn *c);
+void sv_conn_free_unstarted(struct sv_conn *c);
 /* Close now, free later: an event for it may still sit in the progress
  * thread's current batch, so the memory lives until the batch ends. */
 void sv_conn_close(struct sv_conn *c);

@@ -11,7 +11,8 @@ void sv_ring_init(struct sv_ring *r, uint32_t size)
 
 size_t sv_ring_readable(const struct sv_ring *r, uint32_t size)
 {
-	uint64_t n = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) - r->head;
+	uint64_t n = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) -
+		     __atomic_load_n(&r->head, __ATOMIC_RELAXED);
 
 	return n > size ? size : n;
 }
@@ -36,7 +37,7 @@ static void ring_copy(struct sv_ring *r, uint32_t size, uint64_t pos, uint8_t *b
 size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n)
 {
 	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-	uint64_t tail = r->tail, used = tail - head;
+	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED), used = tail - head;
 	size_t room = used > size ? 0 : size - (size_t)used, done = 0;
 
 	for (int i = 0; i < n && room; i++) {
@@ -54,7 +55,7 @@ size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, 
 size_t sv_ring_read(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n)
 {
 	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-	uint64_t head = r->head;
+	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
 	size_t avail = tail - head > size ? size : (size_t)(tail - head), done = 0;
 
 	for (int i = 0; i < n && avail; i++) {

@@ -45,13 +45,20 @@ struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool co
 	sv_list_init(&c->pending_link);
 	sv_list_init(&c->shm_link);
 	tune_socket(fd);
-	if (sv_node_watch(node, &c->h, EPOLLIN | (connected ? 0 : EPOLLOUT))) {
-		free(c->rbuf);
-		free(c);
-		return NULL;
-	}
 	c->want_out = !connected;
 	return c;
+}
+
+int sv_conn_start(struct sv_conn *c)
+{
+	return sv_node_watch(c->node, &c->h, EPOLLIN | (c->connected ? 0 : EPOLLOUT));
+}
+
+void sv_conn_free_unstarted(struct sv_conn *c)
+{
+	close(c->h.fd);
+	free(c->rbuf);
+	free(c);
 }
 
 static uint32_t conn_events(struct sv_conn *c)
