@@ -82,9 +82,12 @@ void sv_place_reset(struct sv_place *p)
 
 static size_t rbuf_avail(const struct sv_conn *c) { return c->rb_end - c->rb_start; }
 
-/* Refill the staging buffer.  Returns false on EAGAIN, EOF or error. */
-static bool rbuf_fill(struct sv_conn *c)
+/* Refill the staging buffer with up to `want` bytes (sockets: as much as
+ * is there, to save system calls; rings: just what is asked, so payloads go
+ * straight to their destination).  Returns false on EAGAIN, EOF or error. */
+static bool rbuf_fill(struct sv_conn *c, size_t want)
 {
+	size_t room;
 	ssize_t r;
 
 	if (c->rb_start == c->rb_end)
@@ -94,7 +97,10 @@ static bool rbuf_fill(struct sv_conn *c)
 		c->rb_end -= c->rb_start;
 		c->rb_start = 0;
 	}
-	r = sv_conn_read(c, c->rbuf + c->rb_end, SV_RBUF_LEN - c->rb_end);
+	room = SV_RBUF_LEN - c->rb_end;
+	if (c->shm_on && want < room)
+		room = want;
+	r = sv_conn_read(c, c->rbuf + c->rb_end, room);
 	if (r <= 0)
 		return false;
 	c->rb_end += r;
@@ -106,7 +112,7 @@ static bool rx_header(struct sv_conn *c)
 	while (c->rx_got < sizeof(c->rx_hdr)) {
 		size_t k = sizeof(c->rx_hdr) - c->rx_got;
 
-		if (!rbuf_avail(c) && !rbuf_fill(c))
+		if (!rbuf_avail(c) && !rbuf_fill(c, k))
 			return false;
 		if (k > rbuf_avail(c))
 			k = rbuf_avail(c);
@@ -158,13 +164,13 @@ static bool rx_payload(struct sv_conn *c)
 			c->rx_remain -= k;
 			continue;
 		}
-		if (!c->place.discard && c->rx_remain >= SV_DIRECT_MIN &&
+		if (!c->place.discard && (c->rx_remain >= SV_DIRECT_MIN || c->shm_on) &&
 		    place_left(&c->place) >= c->rx_remain) {
 			if (!rx_direct(c))
 				return false;
 			continue;
 		}
-		if (!rbuf_fill(c))
+		if (!rbuf_fill(c, c->rx_remain))
 			return false;
 	}
 	return true;
