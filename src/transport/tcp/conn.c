@@ -74,7 +74,7 @@ void sv_conn_want_out(struct sv_conn *c, bool on)
 {
 	if (c->want_out == on || c->closed)
 		return;
-	c->want_out = on;
+	__atomic_store_n(&c->want_out, on, __ATOMIC_RELAXED);  /* pollers read it */
 	sv_node_rewatch(c->node, &c->h, conn_events(c));
 }
 
@@ -135,11 +135,16 @@ void sv_conn_reap(struct sv_node *node)
 
 #define SV_PEER_POLL_NS 20000     /* a peer that polled this recently needs no doorbell */
 
+static bool peer_polling(struct sv_conn *c);
+
+/* Wake the peer if it asked (flag) and is not polling: a polling peer finds
+ * the work itself, and the flag stays set for its progress thread. */
 static void ring_doorbell(struct sv_conn *c, uint32_t *flag)
 {
 	const char b = 1;
 
-	if (!__atomic_load_n(flag, __ATOMIC_SEQ_CST) || !__atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST))
+	if (!__atomic_load_n(flag, __ATOMIC_SEQ_CST) || peer_polling(c) ||
+	    !__atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST))
 		return;
 	if (write(c->h.fd, &b, 1) < 0 && errno != EAGAIN)
 		c->dead = true;
@@ -191,7 +196,7 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 			r += sv_ring_write(tx, c->shm.size, rest, k);
 		}
 	}
-	if (r && !peer_polling(c))
+	if (r)
 		ring_doorbell(c, &tx->consumer_wants_wake);
 	return r;
 }
