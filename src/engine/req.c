@@ -234,6 +234,9 @@ bool sv_req_fill(struct sv_qp *qp, struct sv_txframe *f)
 		struct sv_swqe *w = sv_sq_at(&qp->sq, qp->sq.next);
 		enum ibv_wc_status st;
 
+		/* A fenced request waits until earlier READs and atomics are done. */
+		if ((w->send_flags & IBV_SEND_FENCE) && qp->rd_outstanding)
+			return false;
 		if (try_direct(qp, w))
 			continue;
 		if (is_rd_atomic(w->opcode) && qp->rd_outstanding >= rd_max)
