@@ -148,13 +148,13 @@ void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
 	if (h->opcode != SV_OP_READ_RESP && h->opcode != SV_OP_ATOMIC_RESP)
 		return;
 	if (!find_wqe(qp, h->psn, &qp->cctx.idx)) {
-		c->dead = true;                 /* a response to nothing */
+		sv_engine_protocol_error(c, "response to no request");
 		return;
 	}
 	w = sv_sq_at(&qp->sq, qp->cctx.idx);
 	if (h->opcode == SV_OP_READ_RESP) {
 		if (w->opcode != IBV_WR_RDMA_READ || h->len != w->length) {
-			c->dead = true;
+			sv_engine_protocol_error(c, "READ response does not match its request");
 			return;
 		}
 		qp->cctx.status = sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge,
@@ -163,7 +163,7 @@ void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
 		c->place.discard = qp->cctx.status != IBV_WC_SUCCESS;
 	} else if (w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 		   w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		c->dead = true;
+		sv_engine_protocol_error(c, "atomic response to another request");
 	}
 }
 

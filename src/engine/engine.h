@@ -74,6 +74,7 @@ void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *wqe, enum ibv_wc_status st);
 void sv_comp_link_lost(struct sv_qp *qp);
 
 /* recv.c */
+void sv_engine_protocol_error(struct sv_conn *c, const char *why);
 void sv_place_reset(struct sv_place *p);
 
 /* xmit.c */

@@ -176,12 +176,15 @@ static bool rx_payload(struct sv_conn *c)
 	return true;
 }
 
-/* A channel whose peer breaks the protocol is closed; the QP sees it as a
- * lost link (requester) or a vanished requester (responder). */
-static void rx_protocol_error(struct sv_conn *c, const char *why)
+/* A peer that breaks the protocol (malformed or hostile frame) moves the QP
+ * to ERR: outstanding work flushes, nothing more is read from it.  A HELLO_NAK
+ * is not a protocol error: the requester retries until its timeout. */
+void sv_engine_protocol_error(struct sv_conn *c, const char *why)
 {
-	sv_err("qp %u: closing channel: %s", c->qp ? c->qp->ibqp.qp_base.qp_num : 0, why);
+	sv_err("qp %u: protocol error: %s", c->qp ? c->qp->ibqp.qp_base.qp_num : 0, why);
 	c->dead = true;
+	if (c->qp && c->rx_hdr.opcode != SV_OP_HELLO_NAK)
+		sv_qp_to_error(c->qp);
 }
 
 static bool frame_allowed(struct sv_conn *c, const struct sv_opinfo *oi)
@@ -204,14 +207,14 @@ static void rx_begin(struct sv_conn *c)
 		if (c->outbound && qp->link == SV_LINK_HELLO)
 			sv_req_on_hello_ack(qp, c);
 		else
-			rx_protocol_error(c, "unexpected HELLO_ACK");
+			sv_engine_protocol_error(c, "unexpected HELLO_ACK");
 		break;
 	case SV_OP_HELLO_NAK:
-		rx_protocol_error(c, "peer QP does not exist");
+		sv_engine_protocol_error(c, "peer QP does not exist");
 		break;
 	default:
 		if (c->rx_hdr.dst_qpn != qp->ibqp.qp_base.qp_num) {
-			rx_protocol_error(c, "frame for another QP");
+			sv_engine_protocol_error(c, "frame for another QP");
 			break;
 		}
 		if (c->outbound)
@@ -256,7 +259,7 @@ static void rx_process(struct sv_conn *c)
 				return;
 			if (!sv_wire_decode(&c->rx_hdr) ||
 			    !(oi = sv_op_info(c->rx_hdr.opcode)) || !frame_allowed(c, oi)) {
-				rx_protocol_error(c, "malformed frame");
+				sv_engine_protocol_error(c, "malformed frame");
 				return;
 			}
 			sv_trace("qp %u rx %s psn %u len %u", c->qp->ibqp.qp_base.qp_num,

@@ -160,7 +160,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	if (h->src_qpn != qp->attr.dest_qp_num) {
-		c->dead = true;
+		sv_engine_protocol_error(c, "request from a QP that is not our peer");
 		return;
 	}
 	if (!psn_ok(qp, c, h))
