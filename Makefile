@@ -1,0 +1,66 @@
+# softverbs: a thin wrapper around CMake, ctest and the scripts in scripts/.
+# Every target that needs Debian packages installs the missing ones first
+# (scripts/deps.sh: as root by itself, otherwise it says what to install).
+#
+#   make             build build/lib/libibverbs.so.1 and librdmacm.so.1
+#   make demo        Debian's ibv_rc_pingpong, server and client, over softverbs
+#   make test        all tests: plain, ASan+UBSan (build-asan/), TSan (build-tsan/)
+#   make test-plain  the tests of build/ only; also test-asan, test-tsan
+#   make bench       benchmarks (bench/run.sh)
+#   make deps        install every Debian package the project uses
+#   make lint        shellcheck the shell scripts
+#   make clean       remove the build directories
+
+SHELL := /bin/bash
+JOBS ?= 2
+BUILD_DIR := build
+
+.PHONY: all build deps deps-build test test-plain test-asan test-tsan demo bench lint clean help
+
+all: build
+
+deps:
+	@bash scripts/deps.sh all
+
+deps-build:
+	@bash scripts/deps.sh build
+
+build: deps-build
+	cmake -S . -B $(BUILD_DIR) -DSANITIZE=
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: deps
+	JOBS=$(JOBS) bash scripts/test.sh plain asan tsan
+
+test-plain: deps
+	JOBS=$(JOBS) bash scripts/test.sh plain
+
+test-asan: deps
+	JOBS=$(JOBS) bash scripts/test.sh asan
+
+test-tsan: deps
+	JOBS=$(JOBS) bash scripts/test.sh tsan
+
+demo: build
+	@bash scripts/deps.sh run tools
+	bash tools/demo.sh $(BUILD_DIR)
+
+bench: build
+	@if [ -f bench/run.sh ]; then \
+	  bash bench/run.sh; \
+	else \
+	  echo "make bench: bench/run.sh does not exist yet: no benchmarks to run"; \
+	fi
+
+lint:
+	@if command -v shellcheck >/dev/null; then \
+	  shellcheck -x scripts/*.sh tools/*.sh tests/compat/*.sh .ci/run && echo "shellcheck: clean"; \
+	else \
+	  echo "make lint: shellcheck is not installed (apt-get install shellcheck)"; exit 1; \
+	fi
+
+clean:
+	rm -rf build build-asan build-tsan
+
+help:
+	@sed -n '5,12s/^# \{0,1\}//p' Makefile
