@@ -547,15 +547,20 @@ void sv_engine_on_conn(struct sv_handler *h, uint32_t events)
 	if (!c->connected)
 		on_connect_done(c);
 	if (c->shm_on) {
-		/* a doorbell: data in our ring, or room in the peer's */
-		if (events)
-			sv_conn_doorbell_drain(c);
-		events |= EPOLLIN | EPOLLOUT;
-	}
-	if (!c->dead && (events & EPOLLOUT))
+		/* a doorbell: data in our ring, or room in the peer's.  A peer
+		 * that has gone may have left frames in the ring: read them first. */
+		bool gone = events && sv_conn_doorbell_drain(c);
+
 		sv_xmit_flush(c);
-	if (!c->dead && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		rx_process(c);
+		if (gone)
+			c->dead = true;
+	} else {
+		if (!c->dead && (events & EPOLLOUT))
+			sv_xmit_flush(c);
+		if (!c->dead && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+			rx_process(c);
+	}
 	if (c->dead)
 		conn_lost(c);
 	pthread_mutex_unlock(&qp->lock);

@@ -240,11 +240,14 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 {
 	const struct sv_wire_hdr *h = &c->rx_hdr;
 
-	if (qp->rctx.have_wqe)
-		complete_recv(qp, h);
+	/* The answer goes out before the receive completes, as a NIC acks on
+	 * arrival: an application that exits right after polling its last
+	 * receive must not leave the sender without its ACK. */
 	if (qp->rctx.nak) {
 		sv_xmit_nak(c, qp, h->psn, qp->rctx.nak, 0);
 		sv_xmit_flush(c);
+		if (qp->rctx.have_wqe)
+			complete_recv(qp, h);
 		sv_info("qp %u: responder error, NAK %u", qp->ibqp.qp_base.qp_num, qp->rctx.nak);
 		sv_qp_to_error(qp);
 		return;
@@ -255,6 +258,8 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 	    h->opcode != SV_OP_READ_REQ)
 		sv_xmit_ack(c, qp, h->psn);
 	sv_xmit_flush(c);
+	if (qp->rctx.have_wqe)
+		complete_recv(qp, h);
 }
 
 /* ---- UD: a whole datagram at once ---- */

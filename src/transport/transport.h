@@ -114,7 +114,8 @@ int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct 
 int sv_conn_connect_local(struct sv_node *node, uint16_t port, struct sv_conn **out);
 /* Switch a channel to its rings (both ends, after HELLO/HELLO_ACK). */
 void sv_conn_shm_start(struct sv_conn *c);
-void sv_conn_doorbell_drain(struct sv_conn *c);
+/* Consume doorbell bytes; true if the peer has gone (EOF or error). */
+bool sv_conn_doorbell_drain(struct sv_conn *c);
 /* Progress thread, before sleeping: ask writers for a doorbell; returns the
  * ring channels that already hold data (up to max). */
 int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max);

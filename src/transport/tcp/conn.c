@@ -150,15 +150,14 @@ static void ring_doorbell(struct sv_conn *c, uint32_t *flag)
 		c->dead = true;
 }
 
-void sv_conn_doorbell_drain(struct sv_conn *c)
+bool sv_conn_doorbell_drain(struct sv_conn *c)
 {
 	char buf[64];
 	ssize_t r;
 
 	while ((r = read(c->h.fd, buf, sizeof(buf))) > 0)
 		;
-	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
-		c->dead = true;
+	return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
 static bool peer_polling(struct sv_conn *c)
