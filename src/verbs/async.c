@@ -38,13 +38,14 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
 	struct sv_async_ev *e;
 	uint64_t v;
 
-	if (read(context->async_fd, &v, sizeof(v)) != sizeof(v))
-		return -1;
-	pthread_mutex_lock(&ctx->async_lock);
-	if (sv_list_empty(&ctx->async_q)) {
+	for (;;) {
+		if (read(context->async_fd, &v, sizeof(v)) != sizeof(v))
+			return -1;          /* EAGAIN on a non-blocking fd */
+		pthread_mutex_lock(&ctx->async_lock);
+		if (!sv_list_empty(&ctx->async_q))
+			break;
+		/* the count of an event purged with its object: wait again */
 		pthread_mutex_unlock(&ctx->async_lock);
-		errno = EAGAIN;
-		return -1;
 	}
 	e = sv_container_of(ctx->async_q.next, struct sv_async_ev, link);
 	sv_list_del(&e->link);
@@ -95,6 +96,26 @@ void ibv_ack_async_event(struct ibv_async_event *event)
 	default:
 		break;
 	}
+}
+
+/* Drop the events not yet handed out that name `element` (being destroyed). */
+void sv_async_purge(struct ibv_context *context, const void *element)
+{
+	struct sv_context *ctx = to_sctx(context);
+	struct sv_list *pos, *tmp;
+
+	pthread_mutex_lock(&ctx->async_lock);
+	sv_list_for_each_safe(pos, tmp, &ctx->async_q) {
+		struct sv_async_ev *e = sv_container_of(pos, struct sv_async_ev, link);
+
+		/* every element member of the union is a pointer at offset 0 */
+		if (e->ev.element.qp != element)
+			continue;
+		/* its count stays on the fd: ibv_get_async_event skips it */
+		sv_list_del(&e->link);
+		free(e);
+	}
+	pthread_mutex_unlock(&ctx->async_lock);
 }
 
 /* Wait until the application has acknowledged every event it was given. */

@@ -62,15 +62,12 @@ void sv_channel_fire(struct sv_cq *cq)
 void sv_channel_forget(struct sv_cq *cq)
 {
 	struct sv_comp_channel *ch = to_sch(cq->ibcq.channel);
-	uint64_t v;
 
 	pthread_mutex_lock(&ch->lock);
 	if (cq->event_pending) {
+		/* its count stays on the fd: ibv_get_cq_event skips it */
 		sv_list_del(&cq->fired_link);
 		cq->event_pending = false;
-		/* consume the matching count so the fd does not stay readable */
-		if (read(ch->ibch.fd, &v, sizeof(v)) < 0)
-			v = 0;
 	}
 	pthread_mutex_unlock(&ch->lock);
 }
@@ -81,13 +78,14 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 	struct sv_cq *scq;
 	uint64_t v;
 
-	if (read(channel->fd, &v, sizeof(v)) != sizeof(v))
-		return -1;
-	pthread_mutex_lock(&ch->lock);
-	if (sv_list_empty(&ch->fired)) {
+	for (;;) {
+		if (read(channel->fd, &v, sizeof(v)) != sizeof(v))
+			return -1;          /* EAGAIN on a non-blocking fd */
+		pthread_mutex_lock(&ch->lock);
+		if (!sv_list_empty(&ch->fired))
+			break;
+		/* the count of a destroyed CQ's event: wait again */
 		pthread_mutex_unlock(&ch->lock);
-		errno = EAGAIN;
-		return -1;
 	}
 	scq = sv_container_of(ch->fired.next, struct sv_cq, fired_link);
 	sv_list_del(&scq->fired_link);

@@ -303,6 +303,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 			      &cq->events_reported);
 		__atomic_sub_fetch(&to_sch(ibcq->channel)->refcnt, 1, __ATOMIC_RELEASE);
 	}
+	sv_async_purge(ibcq->context, ibcq);
 	sv_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed,
 		      &cq->async_reported);
 	pthread_mutex_destroy(&cq->lock);

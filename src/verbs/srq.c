@@ -214,6 +214,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 
 	if (__atomic_load_n(&srq->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
+	sv_async_purge(ibsrq->context, ibsrq);
 	sv_wait_acked(&ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed,
 		      &srq->async_reported);
 	sv_pd_put(ibsrq->pd);

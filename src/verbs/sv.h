@@ -290,6 +290,7 @@ static inline struct sv_rwqe *sv_rq_at(struct sv_rq *rq, uint32_t idx)
 /* context.c, async.c, pd.c */
 void sv_wait_acked(pthread_mutex_t *m, pthread_cond_t *c, const uint32_t *completed,
 		   const uint32_t *reported);
+void sv_async_purge(struct ibv_context *context, const void *element);
 void sv_pd_get(struct ibv_pd *pd);
 void sv_pd_put(struct ibv_pd *pd);
 void sv_async_post(struct sv_context *ctx, const struct ibv_async_event *ev);
