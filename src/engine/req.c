@@ -241,6 +241,11 @@ bool sv_req_fill(struct sv_qp *qp, struct sv_txframe *f)
 			continue;
 		if (is_rd_atomic(w->opcode) && qp->rd_outstanding >= rd_max)
 			return false;
+		if (!w->psn_set) {
+			w->psn = qp->next_psn;
+			qp->next_psn = (qp->next_psn + 1) & 0xffffff;
+			w->psn_set = true;
+		}
 		build_header(qp, w, f, qp->peer_qpn);
 		st = IBV_WC_SUCCESS;
 		if (sv_opinfo[f->hdr.opcode].flags & SV_OPF_PAYLOAD)

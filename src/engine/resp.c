@@ -140,6 +140,8 @@ static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr
 		qp->nak_sent = false;
 		return true;
 	}
+	sv_trace("qp %u: request psn %u, expected %u%s", qp->ibqp.qp_base.qp_num, h->psn,
+		 qp->epsn, qp->nak_sent ? " (after NAK)" : "");
 	if (!qp->nak_sent && sv_psn_le(h->psn, qp->epsn)) {
 		/* Duplicate of something already executed: acknowledge again. */
 		qp->rctx.ack = true;

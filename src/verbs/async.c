@@ -36,21 +36,21 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
 {
 	struct sv_context *ctx = to_sctx(context);
 	struct sv_async_ev *e;
-	uint64_t v;
 
 	for (;;) {
-		if (read(context->async_fd, &v, sizeof(v)) != sizeof(v))
-			return -1;          /* EAGAIN on a non-blocking fd */
 		pthread_mutex_lock(&ctx->async_lock);
 		if (!sv_list_empty(&ctx->async_q))
 			break;
-		/* the count of an event purged with its object: wait again */
 		pthread_mutex_unlock(&ctx->async_lock);
+		if (!sv_evfd_wait(&ctx->async_ev))
+			return -1;          /* EAGAIN on a non-blocking fd */
 	}
 	e = sv_container_of(ctx->async_q.next, struct sv_async_ev, link);
 	sv_list_del(&e->link);
 	*event = e->ev;
 	count_reported(event);
+	if (sv_list_empty(&ctx->async_q))
+		sv_evfd_clear(&ctx->async_ev);
 	pthread_mutex_unlock(&ctx->async_lock);
 	free(e);
 	return 0;
@@ -111,10 +111,11 @@ void sv_async_purge(struct ibv_context *context, const void *element)
 		/* every element member of the union is a pointer at offset 0 */
 		if (e->ev.element.qp != element)
 			continue;
-		/* its count stays on the fd: ibv_get_async_event skips it */
 		sv_list_del(&e->link);
 		free(e);
 	}
+	if (sv_list_empty(&ctx->async_q))
+		sv_evfd_clear(&ctx->async_ev);
 	pthread_mutex_unlock(&ctx->async_lock);
 }
 

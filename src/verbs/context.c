@@ -218,16 +218,14 @@ static int sv_query_rt_values(struct ibv_context *context, struct ibv_values_ex 
 void sv_async_post(struct sv_context *ctx, const struct ibv_async_event *ev)
 {
 	struct sv_async_ev *e = calloc(1, sizeof(*e));
-	uint64_t one = 1;
 
 	if (!e)
 		return;
 	e->ev = *ev;
 	pthread_mutex_lock(&ctx->async_lock);
 	sv_list_add_tail(&ctx->async_q, &e->link);
+	sv_evfd_set(&ctx->async_ev);
 	pthread_mutex_unlock(&ctx->async_lock);
-	if (write(ctx->async_efd, &one, sizeof(one)) < 0)
-		return;
 }
 
 /* ---- open and close ---- */
@@ -260,15 +258,14 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	c = &ctx->vctx.context;
-	ctx->async_efd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
 	ctx->node = sv_node_get();
-	if (ctx->async_efd < 0 || !ctx->node) {
+	if (sv_evfd_init(&ctx->async_ev) || !ctx->node) {
 		int e = ctx->node ? errno : ENOMEM;
 
 		if (ctx->node)
 			sv_node_put(ctx->node);
-		if (ctx->async_efd >= 0)
-			close(ctx->async_efd);
+		if (ctx->async_ev.fd >= 0)
+			close(ctx->async_ev.fd);
 		free(ctx);
 		errno = e;
 		return NULL;
@@ -279,7 +276,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->device = device;
 	c->ops = sv_ctx_ops;
 	c->cmd_fd = -1;
-	c->async_fd = ctx->async_efd;
+	c->async_fd = ctx->async_ev.fd;
 	c->num_comp_vectors = 1;
 	pthread_mutex_init(&c->mutex, NULL);
 	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -295,7 +292,7 @@ int ibv_close_device(struct ibv_context *context)
 		sv_list_del(pos);
 		free(sv_container_of(pos, struct sv_async_ev, link));
 	}
-	close(ctx->async_efd);
+	close(ctx->async_ev.fd);
 	sv_node_put(ctx->node);
 	pthread_mutex_destroy(&ctx->async_lock);
 	pthread_mutex_destroy(&context->mutex);

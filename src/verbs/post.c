@@ -110,8 +110,7 @@ int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr)
 			w->sge[i].lkey = wr->sg_list[i].lkey;
 		}
 	}
-	w->psn = qp->next_psn;
-	qp->next_psn = (qp->next_psn + 1) & 0xffffff;
+	w->psn_set = false;         /* a PSN is taken when it first goes on the wire */
 	w->state = SV_SWQE_POSTED;
 	sq->tail++;
 	return 0;

@@ -175,13 +175,11 @@ static void x_start(struct ibv_qp_ex *q)
 	qp->wr_err = 0;
 	qp->ex_pending = false;
 	qp->wr_start_tail = qp->sq.tail;
-	qp->wr_start_psn = qp->next_psn;
 }
 
 static void rollback(struct sv_qp *qp)
 {
 	qp->sq.tail = qp->wr_start_tail;
-	qp->next_psn = qp->wr_start_psn;
 	qp->ex_pending = false;
 }
 

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <netinet/in.h>
 
+#include "util/evfd.h"
 #include "util/list.h"
 #include "wire/proto.h"
 
@@ -55,7 +56,7 @@ struct sv_context {
 	struct sv_node *node;
 	pthread_mutex_t async_lock;
 	struct sv_list async_q;      /* of sv_async_ev */
-	int async_efd;               /* eventfd, semaphore mode; == ibv_context.async_fd */
+	struct sv_evfd async_ev;     /* == ibv_context.async_fd, readable while queued */
 };
 
 struct sv_pd {
@@ -75,6 +76,7 @@ struct sv_comp_channel {
 	struct ibv_comp_channel ibch;
 	pthread_mutex_t lock;
 	struct sv_list fired;        /* CQs with an undelivered event */
+	struct sv_evfd ev;           /* == ibch.fd, readable while fired is not empty */
 	int refcnt;                  /* CQs using it */
 };
 
@@ -153,6 +155,7 @@ struct sv_swqe {
 	uint32_t num_sge;
 	uint32_t length;             /* total payload length */
 	uint32_t psn;
+	bool psn_set;                /* executed directly (no frame): no PSN */
 	uint32_t state;              /* enum sv_swqe_state */
 	uint32_t status;             /* enum ibv_wc_status once DONE */
 	uint32_t rkey;
@@ -255,7 +258,7 @@ struct sv_qp {
 	uint8_t ex_inline[SV_MAX_INLINE];
 	bool ex_pending;
 	int wr_err;
-	uint32_t wr_start_tail, wr_start_psn;
+	uint32_t wr_start_tail;
 };
 
 struct sv_comp_channel;

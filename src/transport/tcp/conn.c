@@ -264,10 +264,14 @@ void sv_conn_shm_start(struct sv_conn *c)
 
 	c->shm_on = true;
 	c->rb_start = c->rb_end = 0;     /* only doorbell bytes can follow the HELLO */
+	/* Until our progress thread has looked at this ring, writers must ring:
+	 * it may be asleep without a timeout, and nobody may be polling. */
+	__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&node->lock);
 	sv_list_add_tail(&node->shm_conns, &c->shm_link);
 	pthread_mutex_unlock(&node->lock);
 	sv_node_rewatch(node, &c->h, conn_events(c));
+	sv_node_kick(node);              /* recompute its sleep: rings exist now */
 }
 
 int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max)

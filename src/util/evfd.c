@@ -1,0 +1,51 @@
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "util/evfd.h"
+
+int sv_evfd_init(struct sv_evfd *e)
+{
+	e->set = false;
+	e->fd = eventfd(0, EFD_CLOEXEC);
+	return e->fd < 0 ? -errno : 0;
+}
+
+void sv_evfd_set(struct sv_evfd *e)
+{
+	uint64_t one = 1;
+
+	if (!e->set && write(e->fd, &one, sizeof(one)) == sizeof(one))
+		e->set = true;
+}
+
+void sv_evfd_clear(struct sv_evfd *e)
+{
+	uint64_t v;
+	struct pollfd p = { .fd = e->fd, .events = POLLIN };
+
+	/* counter is 1 here; poll first anyway so a read can never block */
+	if (e->set && poll(&p, 1, 0) == 1 && read(e->fd, &v, sizeof(v)) == sizeof(v))
+		e->set = false;
+}
+
+bool sv_evfd_wait(struct sv_evfd *e)
+{
+	struct pollfd p = { .fd = e->fd, .events = POLLIN };
+	int flags = fcntl(e->fd, F_GETFL);
+
+	if (flags >= 0 && (flags & O_NONBLOCK)) {
+		if (poll(&p, 1, 0) == 1)
+			return true;
+		errno = EAGAIN;
+		return false;
+	}
+	while (poll(&p, 1, -1) < 0)
+		if (errno != EINTR)
+			return false;
+	return true;
+}
