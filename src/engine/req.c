@@ -182,12 +182,10 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	int n;
 	ssize_t r;
 
-	if (!c || !c->cma_ok || !need || qp->sq.head != qp->sq.next)
+	/* The peer QP's access flags were read at connection time and may have
+	 * changed since: if they say no, the responder decides, with its own. */
+	if (!c || !c->cma_ok || !need || qp->sq.head != qp->sq.next || !(c->peer_access & need))
 		return false;
-	if (!(c->peer_access & need)) {
-		sv_comp_fail(qp, w, IBV_WC_REM_INV_REQ_ERR);
-		return true;
-	}
 	if (w->is_inline) {
 		iov[0].iov_base = (uint8_t *)&w->sge[qp->sq.max_sge];
 		iov[0].iov_len = w->length;
