@@ -61,6 +61,8 @@ static int accept_locked(struct cm_id *p, struct rdma_conn_param *param)
 			return err;
 	}
 
+	CM_TRACE("id %llu: accept: peer qpn %u psn %u; local qpn %u psn %u",
+		 (unsigned long long)p->serial, p->remote.qpn, p->remote.psn, qpn, p->psn);
 	memset(&rep, 0, sizeof(rep));
 	cm_ep_encode(p, &rep.ep, qpn, RDMA_UDP_QKEY);
 	rep.conn.responder_resources = p->resp_res;

@@ -229,6 +229,9 @@ void cm_handle_rep(struct cm_id *p, const struct cmw_rep *rep)
 		p->init_depth = rep->conn.responder_resources;
 	cm_route_fill(p);
 	cm_timer_clear(p);
+	CM_TRACE("id %llu: REP: peer qpn %u psn %u lid %u; local qpn %u psn %u",
+		 (unsigned long long)p->serial, p->remote.qpn, p->remote.psn,
+		 p->remote.lid, p->qp_num, p->psn);
 
 	if (p->id.qp) {
 		err = cm_qp_modify(p, p->id.qp, IBV_QPS_RTR);

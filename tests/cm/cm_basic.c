@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: MIT
+/*
+ * librdmacm API without a connection: event channels, ids, options,
+ * getaddrinfo, bind/listen (a real TCP listener), address/route resolution
+ * and its errors, devices, rsocket stubs, event strings.
+ * Port block: 47100-47119.
+ */
+#include "cmtest.h"
+
+#include <netdb.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <rdma/rsocket.h>
+
+#define PORT 47100
+
+static void test_channel(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct pollfd pfd;
+	struct rdma_cm_event *ev;
+
+	CHECK(ch);
+	CHECK(ch->fd >= 0);
+	pfd.fd = ch->fd;
+	pfd.events = POLLIN;
+	CHECK_EQ(poll(&pfd, 1, 50), 0);		/* nothing queued: not readable */
+	CHECK(fcntl(ch->fd, F_SETFL, O_NONBLOCK) == 0);
+	CHECK_ERR(rdma_get_cm_event(ch, &ev), EAGAIN);
+	CHECK_ERR(rdma_get_cm_event(NULL, &ev), EINVAL);
+	CHECK_ERR(rdma_ack_cm_event(NULL), EINVAL);
+	rdma_destroy_event_channel(ch);
+}
+
+static void test_event_str(void)
+{
+	static const char *const names[] = {
+		"RDMA_CM_EVENT_ADDR_RESOLVED", "RDMA_CM_EVENT_ADDR_ERROR",
+		"RDMA_CM_EVENT_ROUTE_RESOLVED", "RDMA_CM_EVENT_ROUTE_ERROR",
+		"RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE",
+		"RDMA_CM_EVENT_CONNECT_ERROR", "RDMA_CM_EVENT_UNREACHABLE",
+		"RDMA_CM_EVENT_REJECTED", "RDMA_CM_EVENT_ESTABLISHED",
+		"RDMA_CM_EVENT_DISCONNECTED", "RDMA_CM_EVENT_DEVICE_REMOVAL",
+		"RDMA_CM_EVENT_MULTICAST_JOIN", "RDMA_CM_EVENT_MULTICAST_ERROR",
+		"RDMA_CM_EVENT_ADDR_CHANGE", "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		CHECK(!strcmp(rdma_event_str((enum rdma_cm_event_type)i), names[i]));
+	CHECK(!strcmp(rdma_event_str((enum rdma_cm_event_type)99), "UNKNOWN EVENT"));
+}
+
+static void test_ids(void)
+{
+	static const enum rdma_port_space ps[] = {
+		RDMA_PS_TCP, RDMA_PS_UDP, RDMA_PS_IB, RDMA_PS_IPOIB,
+	};
+	struct rdma_event_channel *ch = rdma_create_event_channel(), *ch2;
+	struct rdma_cm_id *id;
+	unsigned i;
+	int one = 1;
+	uint8_t tos = 32;
+
+	CHECK(ch);
+	for (i = 0; i < 4; i++) {
+		CHECK_OK(rdma_create_id(ch, &id, &one, ps[i]));
+		CHECK(id->context == &one);
+		CHECK(id->channel == ch);
+		CHECK_EQ(id->ps, ps[i]);
+		CHECK_EQ(id->qp_type, (ps[i] == RDMA_PS_UDP || ps[i] == RDMA_PS_IPOIB) ?
+			 IBV_QPT_UD : IBV_QPT_RC);
+		CHECK(id->verbs == NULL && id->qp == NULL);
+		CHECK_EQ(rdma_get_src_port(id), 0);
+		CHECK_EQ(rdma_get_dst_port(id), 0);
+		CHECK_OK(rdma_destroy_id(id));
+	}
+	CHECK_ERR(rdma_create_id(ch, &id, NULL, (enum rdma_port_space)0x999), EINVAL);
+	CHECK_ERR(rdma_create_id(ch, NULL, NULL, RDMA_PS_TCP), EINVAL);
+
+	/* options */
+	CHECK_OK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+	CHECK_OK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos)));
+	CHECK_ERR(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 4), EINVAL);
+	CHECK_OK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof(one)));
+	CHECK_OK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof(one)));
+	CHECK_OK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &tos, 1));
+	CHECK_ERR(rdma_set_option(id, RDMA_OPTION_ID, 77, &one, sizeof(one)), ENOSYS);
+	CHECK_ERR(rdma_set_option(id, 42, 0, &one, sizeof(one)), ENOSYS);
+	CHECK_ERR(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, &one, 3), EINVAL);
+
+	/* migrate to another channel, to synchronous and back */
+	ch2 = rdma_create_event_channel();
+	CHECK(ch2);
+	CHECK_OK(rdma_migrate_id(id, ch2));
+	CHECK(id->channel == ch2);
+	CHECK_OK(rdma_migrate_id(id, NULL));
+	CHECK(id->channel != ch2 && id->channel != ch);
+	CHECK_OK(rdma_migrate_id(id, ch));
+	CHECK(id->channel == ch);
+	CHECK_OK(rdma_destroy_id(id));
+
+	/* ids not bound yet cannot connect, listen to nothing, disconnect */
+	CHECK_OK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+	CHECK_ERR(rdma_connect(id, NULL), EINVAL);
+	CHECK_ERR(rdma_disconnect(id), EINVAL);
+	CHECK_ERR(rdma_accept(id, NULL), EINVAL);
+	CHECK_ERR(rdma_reject(id, NULL, 0), EINVAL);
+	CHECK_ERR(rdma_resolve_route(id, 100), EINVAL);
+	CHECK_ERR(rdma_establish(id), EINVAL);
+	CHECK_ERR(rdma_notify(id, IBV_EVENT_COMM_EST), EINVAL);
+	CHECK_OK(rdma_destroy_id(id));
+	rdma_destroy_event_channel(ch2);
+	rdma_destroy_event_channel(ch);
+}
+
+static void test_getaddrinfo(void)
+{
+	struct rdma_addrinfo hints, *res;
+	struct sockaddr_in *sin;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_flags = RAI_PASSIVE;
+	hints.ai_port_space = RDMA_PS_TCP;
+	CHECK_OK(rdma_getaddrinfo(NULL, "47101", &hints, &res));
+	CHECK(res->ai_src_addr && !res->ai_dst_addr);
+	CHECK_EQ(res->ai_flags & RAI_PASSIVE, RAI_PASSIVE);
+	CHECK_EQ(res->ai_port_space, RDMA_PS_TCP);
+	CHECK_EQ(res->ai_qp_type, IBV_QPT_RC);
+	rdma_freeaddrinfo(res);
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_flags = RAI_NUMERICHOST | RAI_FAMILY;
+	hints.ai_family = AF_INET;
+	hints.ai_qp_type = IBV_QPT_UD;
+	CHECK_OK(rdma_getaddrinfo("127.0.0.1", "47102", &hints, &res));
+	CHECK(res->ai_dst_addr && res->ai_dst_len == sizeof(struct sockaddr_in));
+	sin = (struct sockaddr_in *)res->ai_dst_addr;
+	CHECK_EQ(sin->sin_family, AF_INET);
+	CHECK_EQ(ntohs(sin->sin_port), 47102);
+	CHECK_EQ(ntohl(sin->sin_addr.s_addr), INADDR_LOOPBACK);
+	CHECK_EQ(res->ai_port_space, RDMA_PS_UDP);
+	CHECK_EQ(res->ai_qp_type, IBV_QPT_UD);
+	rdma_freeaddrinfo(res);
+
+	/* RAI_FAMILY AF_INET6 with an IPv6 literal */
+	hints.ai_family = AF_INET6;
+	hints.ai_qp_type = 0;
+	CHECK_OK(rdma_getaddrinfo("::1", "47103", &hints, &res));
+	CHECK_EQ(res->ai_family, AF_INET6);
+	CHECK_EQ(res->ai_dst_addr->sa_family, AF_INET6);
+	rdma_freeaddrinfo(res);
+
+	/* numeric host required: a name is refused */
+	hints.ai_family = AF_INET;
+	CHECK(rdma_getaddrinfo("localhost", "1", &hints, &res) != 0);
+	CHECK(rdma_getaddrinfo(NULL, NULL, NULL, &res) != 0);
+	hints.ai_flags = 0x1000;
+	CHECK(rdma_getaddrinfo("127.0.0.1", "1", &hints, &res) == EAI_BADFLAGS);
+	rdma_freeaddrinfo(NULL);
+}
+
+static int proc_tcp_listening(uint16_t port)
+{
+	char line[512];
+	FILE *f = fopen("/proc/net/tcp", "r");
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned lport, st;
+
+		if (sscanf(line, " %*d: %*8x:%4x %*8x:%*4x %2x", &lport, &st) == 2 &&
+		    lport == port && st == 0x0a)
+			found = 1;
+	}
+	fclose(f);
+	return found;
+}
+
+static void test_bind_listen(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id, *id2;
+	struct sockaddr_in a = loop_addr(PORT + 4), any = loop_addr(0);
+	struct sockaddr_in *src;
+	struct sockaddr_in6 ib = { .sin6_family = AF_IB };
+	int fd;
+
+	CHECK(ch);
+	CHECK_OK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+	CHECK_ERR(rdma_bind_addr(id, (struct sockaddr *)&ib), EAFNOSUPPORT);
+	CHECK_OK(rdma_bind_addr(id, (struct sockaddr *)&a));
+	CHECK(id->verbs != NULL);
+	CHECK_EQ(id->port_num, 1);
+	CHECK_EQ(ntohs(rdma_get_src_port(id)), PORT + 4);
+	src = (struct sockaddr_in *)rdma_get_local_addr(id);
+	CHECK_EQ(ntohl(src->sin_addr.s_addr), INADDR_LOOPBACK);
+	CHECK_ERR(rdma_bind_addr(id, (struct sockaddr *)&a), EINVAL);	/* twice */
+
+	/* the same port for another id of this process */
+	CHECK_OK(rdma_create_id(ch, &id2, NULL, RDMA_PS_TCP));
+	CHECK_ERR(rdma_bind_addr(id2, (struct sockaddr *)&a), EADDRINUSE);
+	CHECK_OK(rdma_destroy_id(id2));
+
+	CHECK_EQ(proc_tcp_listening(PORT + 4), 0);
+	CHECK_OK(rdma_listen(id, 4));
+	CHECK_EQ(proc_tcp_listening(PORT + 4), 1);	/* a real TCP listener */
+	MSG("listener on 127.0.0.1:%d is a TCP LISTEN socket", PORT + 4);
+	/* ... that accepts TCP connections */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	close(fd);
+	CHECK_OK(rdma_destroy_id(id));
+	CHECK_EQ(proc_tcp_listening(PORT + 4), 0);
+
+	/* wildcard bind: no device yet, port chosen by the system */
+	CHECK_OK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+	any.sin_addr.s_addr = htonl(INADDR_ANY);
+	CHECK_OK(rdma_bind_addr(id, (struct sockaddr *)&any));
+	CHECK(id->verbs == NULL);
+	CHECK(rdma_get_src_port(id) != 0);
+	CHECK_OK(rdma_listen(id, 0));
+	CHECK_EQ(proc_tcp_listening(ntohs(rdma_get_src_port(id))), 1);
+	CHECK_OK(rdma_destroy_id(id));
+
+	/* listen on an unbound id binds to any address */
+	CHECK_OK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+	CHECK_OK(rdma_listen(id, 1));
+	CHECK(rdma_get_src_port(id) != 0);
+	CHECK_OK(rdma_destroy_id(id));
+	rdma_destroy_event_channel(ch);
+}
+
+static void test_resolve(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in dst = loop_addr(PORT + 5);
+	long long t0;
+
+	CHECK(ch);
+	CHECK_OK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+	t0 = now_ms();
+	CHECK_OK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000));
+	ev = expect_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 2000);
+	CHECK_EQ(ev->status, 0);
+	CHECK(ev->id == id);
+	CHECK_OK(rdma_ack_cm_event(ev));
+	CHECK(now_ms() - t0 < 2000);
+	CHECK(id->verbs != NULL);
+	CHECK_EQ(id->port_num, 1);
+	CHECK(rdma_get_src_port(id) != 0);		/* implicit bind */
+	CHECK_EQ(ntohs(rdma_get_dst_port(id)), PORT + 5);
+	CHECK_EQ(((struct sockaddr_in *)rdma_get_peer_addr(id))->sin_addr.s_addr,
+		 htonl(INADDR_LOOPBACK));
+	CHECK_OK(rdma_resolve_route(id, 2000));
+	expect_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, 2000);
+	CHECK(id->route.path_rec != NULL);
+	CHECK_EQ(id->route.num_paths, 1);
+	CHECK(!memcmp(&id->route.addr.addr.ibaddr.sgid, &id->route.path_rec->sgid, 16));
+	/* the loopback destination is this device */
+	CHECK(!memcmp(&id->route.addr.addr.ibaddr.sgid, &id->route.addr.addr.ibaddr.dgid, 16));
+	CHECK_OK(rdma_destroy_id(id));
+
+	/* synchronous id: the call itself returns the result */
+	CHECK_OK(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP));
+	CHECK_OK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000));
+	CHECK(id->event && id->event->event == RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK_OK(rdma_resolve_route(id, 2000));
+	CHECK(id->event && id->event->event == RDMA_CM_EVENT_ROUTE_RESOLVED);
+	CHECK_OK(rdma_destroy_id(id));
+
+	/* IPv6 loopback */
+	{
+		struct sockaddr_in6 d6 = { .sin6_family = AF_INET6, .sin6_port = htons(PORT + 6),
+					   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+
+		CHECK_OK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+		CHECK_OK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&d6, 2000));
+		expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 0, 2000);
+		CHECK_EQ(rdma_get_local_addr(id)->sa_family, AF_INET6);
+		CHECK_OK(rdma_destroy_id(id));
+	}
+	rdma_destroy_event_channel(ch);
+}
+
+/* In a private network namespace with lo down nothing is routable:
+ * ADDR_ERROR must come at once, with the route error as status. */
+static int addr_error_child(void *arg)
+{
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in dst = loop_addr(PORT + 7);
+	long long t0;
+
+	(void)arg;
+	if (unshare(CLONE_NEWNET) != 0)
+		return SKIP;
+	ch = rdma_create_event_channel();
+	CHECK(ch);
+	CHECK_OK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+	t0 = now_ms();
+	CHECK_OK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000));
+	ev = expect_event(ch, RDMA_CM_EVENT_ADDR_ERROR, 1500);
+	CHECK_EQ(ev->status, -ENETUNREACH);
+	CHECK_OK(rdma_ack_cm_event(ev));
+	CHECK(now_ms() - t0 <= 1000);
+	/* the id can try again */
+	CHECK_OK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000));
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_ERROR, -ENETUNREACH, 1500);
+	CHECK_OK(rdma_destroy_id(id));
+	/* synchronous: the error is the return value */
+	CHECK_OK(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP));
+	CHECK_ERR(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000), ENETUNREACH);
+	CHECK_OK(rdma_destroy_id(id));
+	rdma_destroy_event_channel(ch);
+	MSG("unroutable destination: ADDR_ERROR status -ENETUNREACH in %lld ms", now_ms() - t0);
+	return 0;
+}
+
+static void test_devices(void)
+{
+	int n = -1, i;
+	struct ibv_context **l = rdma_get_devices(&n);
+
+	CHECK(l);
+	CHECK(n >= 1);
+	for (i = 0; i < n; i++)
+		CHECK(l[i] != NULL);
+	CHECK(l[n] == NULL);
+	CHECK(!strcmp(ibv_get_device_name(l[0]->device), "softverbs0"));
+	rdma_free_devices(l);
+}
+
+static void test_rsocket_stubs(void)
+{
+	char buf[4];
+	struct pollfd pfd = { .fd = 0 };
+	struct sockaddr_in a = loop_addr(1);
+	socklen_t al = sizeof(a);
+	int v = 0;
+
+	CHECK_ERR(rsocket(AF_INET, SOCK_STREAM, 0), EOPNOTSUPP);
+	CHECK_ERR(rbind(3, (struct sockaddr *)&a, al), EOPNOTSUPP);
+	CHECK_ERR(rlisten(3, 1), EOPNOTSUPP);
+	CHECK_ERR(raccept(3, NULL, NULL), EOPNOTSUPP);
+	CHECK_ERR(rconnect(3, (struct sockaddr *)&a, al), EOPNOTSUPP);
+	CHECK_ERR(rshutdown(3, SHUT_RDWR), EOPNOTSUPP);
+	CHECK_ERR(rclose(3), EOPNOTSUPP);
+	CHECK_ERR(rrecv(3, buf, 4, 0), EOPNOTSUPP);
+	CHECK_ERR(rrecvfrom(3, buf, 4, 0, NULL, NULL), EOPNOTSUPP);
+	CHECK_ERR(rrecvmsg(3, NULL, 0), EOPNOTSUPP);
+	CHECK_ERR(rsend(3, buf, 4, 0), EOPNOTSUPP);
+	CHECK_ERR(rsendto(3, buf, 4, 0, NULL, 0), EOPNOTSUPP);
+	CHECK_ERR(rsendmsg(3, NULL, 0), EOPNOTSUPP);
+	CHECK_ERR(rread(3, buf, 4), EOPNOTSUPP);
+	CHECK_ERR(rreadv(3, NULL, 0), EOPNOTSUPP);
+	CHECK_ERR(rwrite(3, buf, 4), EOPNOTSUPP);
+	CHECK_ERR(rwritev(3, NULL, 0), EOPNOTSUPP);
+	CHECK_ERR(rpoll(&pfd, 1, 0), EOPNOTSUPP);
+	CHECK_ERR(rselect(0, NULL, NULL, NULL, NULL), EOPNOTSUPP);
+	CHECK_ERR(rgetpeername(3, (struct sockaddr *)&a, &al), EOPNOTSUPP);
+	CHECK_ERR(rgetsockname(3, (struct sockaddr *)&a, &al), EOPNOTSUPP);
+	CHECK_ERR(rsetsockopt(3, SOL_SOCKET, SO_REUSEADDR, &v, sizeof(v)), EOPNOTSUPP);
+	CHECK_ERR(rgetsockopt(3, SOL_SOCKET, SO_REUSEADDR, &v, &al), EOPNOTSUPP);
+	CHECK_ERR(rfcntl(3, F_GETFL), EOPNOTSUPP);
+	CHECK_ERR(riomap(3, buf, 4, 0, 0, 0), EOPNOTSUPP);
+	CHECK_ERR(riounmap(3, buf, 4), EOPNOTSUPP);
+	errno = 0;
+	CHECK(riowrite(3, buf, 4, 0, 0) == (size_t)-1 && errno == EOPNOTSUPP);
+}
+
+int main(void)
+{
+	pid_t pid;
+	int rc;
+
+	cmt_init("cm_basic", 60);
+	test_channel();
+	test_event_str();
+	test_ids();
+	test_getaddrinfo();
+	test_rsocket_stubs();
+	need_device();
+	test_devices();
+	test_bind_listen();
+	test_resolve();
+	pid = run_child(addr_error_child, NULL);
+	rc = wait_child(pid);
+	if (rc == SKIP)
+		MSG("unshare(CLONE_NEWNET) not permitted: ADDR_ERROR case skipped");
+	else if (rc)
+		FAIL("ADDR_ERROR child failed (%d)", rc);
+	MSG("all checks passed");
+	return 0;
+}
