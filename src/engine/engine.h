@@ -36,6 +36,10 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq);
 void sv_engine_drive_forget(struct sv_conn *c);
 void sv_engine_drive_register_dgram(struct sv_qp *qp);
 void sv_engine_wait_drivers(struct sv_node *node);
+/* An application thread about to run the engine (post, modify): channels it
+ * may close stay allocated until it leaves. */
+void sv_engine_enter(struct sv_node *node);
+void sv_engine_leave(struct sv_node *node);
 
 /* verbs entry points; caller holds qp->lock */
 void sv_req_kick(struct sv_qp *qp);              /* transmit what can go */

@@ -388,6 +388,16 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
 }
 
+void sv_engine_enter(struct sv_node *node)
+{
+	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+}
+
+void sv_engine_leave(struct sv_node *node)
+{
+	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+}
+
 void sv_engine_wait_drivers(struct sv_node *node)
 {
 	while (__atomic_load_n(&node->drivers, __ATOMIC_SEQ_CST))

@@ -375,10 +375,18 @@ void sv_req_kick(struct sv_qp *qp)
 		ud_send_all(qp);
 		return;
 	}
-	if (qp->out && qp->link == SV_LINK_UP)
+	if (qp->out && qp->link == SV_LINK_UP) {
 		sv_xmit_flush(qp->out);
-	else
-		sv_req_arm_ack_timer(qp);
+		return;
+	}
+	/* Work to send and no channel: try now rather than after the backoff,
+	 * so the retry budget is spent on attempts, not on waiting. */
+	if (qp->link == SV_LINK_BACKOFF && qp->sq.next != qp->sq.tail &&
+	    qp->attr.qp_state == IBV_QPS_RTS) {
+		qp->link_deadline = 0;
+		sv_req_start_link(qp);
+	}
+	sv_req_arm_ack_timer(qp);
 }
 
 void sv_req_link_failed(struct sv_qp *qp)

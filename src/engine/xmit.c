@@ -165,15 +165,20 @@ void sv_xmit_flush(struct sv_conn *c)
 
 	if (!c || !c->connected || c->dead)
 		return;
-	while ((f = next_frame(c))) {
+	/* Building a frame can fail a WQE and take the QP to ERR, which closes
+	 * this channel: stop as soon as it is closed. */
+	while ((f = next_frame(c)) && !c->closed) {
 		if (!frame_write(c, f)) {
 			if (!c->dead)
 				sv_conn_want_out(c, true);
 			return;
 		}
 		frame_done(c, f);
+		if (c->closed)
+			return;
 	}
-	sv_conn_want_out(c, false);
+	if (!c->closed)
+		sv_conn_want_out(c, false);
 }
 
 void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src)

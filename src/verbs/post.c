@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "transport/node.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
 
@@ -119,10 +120,15 @@ int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr)
 /* After queueing: an ERR QP flushes at once, others transmit. */
 void sv_sq_doorbell(struct sv_qp *qp)
 {
-	if (qp->attr.qp_state == IBV_QPS_ERR)
+	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
+
+	if (qp->attr.qp_state == IBV_QPS_ERR) {
 		sv_qp_flush(qp);
-	else
-		sv_req_kick(qp);
+		return;
+	}
+	sv_engine_enter(node);
+	sv_req_kick(qp);
+	sv_engine_leave(node);
 }
 
 int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)

@@ -146,7 +146,8 @@ static void ring_doorbell(struct sv_conn *c, uint32_t *flag)
 	if (!__atomic_load_n(flag, __ATOMIC_SEQ_CST) || peer_polling(c) ||
 	    !__atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST))
 		return;
-	if (write(c->h.fd, &b, 1) < 0 && errno != EAGAIN)
+	/* MSG_NOSIGNAL: a peer that has gone must not kill the application */
+	if (send(c->h.fd, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN)
 		c->dead = true;
 }
 

@@ -1,0 +1,259 @@
+/*
+ * Shared helpers for the verbs tests (tests/verbs/).
+ *
+ * Every test is a standalone program: exit 0 = pass, 77 = skip, other = fail.
+ * CHECK* macros print file:line, the failing expression and its values, then
+ * exit(1).  t_alarm() arms a watchdog so no test can hang; a forked child
+ * must arm its own (alarms are not inherited across fork()).
+ *
+ * Typical shape:
+ *     struct t_opts o; t_opts_default(&o, IBV_QPT_RC);
+ *     struct t_pair p; t_pair_open(&p, &o);      // two connected QPs, one process
+ *     ... t_post_send(p.a.qp, ...); wc = t_wc(p.a.cq, 2000); ...
+ *     t_pair_close(&p);
+ *
+ * Two processes: fork first (t_fork), then each side opens the device on its
+ * own, creates its endpoint and exchanges t_info over the socketpair
+ * (t_xchg); the library's progress thread does not survive fork().
+ */
+#ifndef TESTS_VERBS_COMMON_H
+#define TESTS_VERBS_COMMON_H
+
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define T_SKIP 77
+
+#define T_FAIL(...)                                                            \
+	do {                                                                   \
+		fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);          \
+		fprintf(stderr, __VA_ARGS__);                                  \
+		fputc('\n', stderr);                                           \
+		exit(1);                                                       \
+	} while (0)
+
+#define CHECK(e)                                                               \
+	do {                                                                   \
+		if (!(e))                                                      \
+			T_FAIL("CHECK(%s) (errno %d: %s)", #e, errno,          \
+			       strerror(errno));                               \
+	} while (0)
+
+/* Integer equality; prints both values. */
+#define CHECK_EQ(a, b)                                                         \
+	do {                                                                   \
+		unsigned long long _a = (unsigned long long)(a);               \
+		unsigned long long _b = (unsigned long long)(b);               \
+		if (_a != _b)                                                  \
+			T_FAIL("CHECK_EQ(%s, %s): %lld (0x%llx) != %lld (0x%llx)", \
+			       #a, #b, (long long)_a, _a, (long long)_b, _b);  \
+	} while (0)
+
+#define CHECK_NE(a, b)                                                         \
+	do {                                                                   \
+		unsigned long long _a = (unsigned long long)(a);               \
+		unsigned long long _b = (unsigned long long)(b);               \
+		if (_a == _b)                                                  \
+			T_FAIL("CHECK_NE(%s, %s): both %lld (0x%llx)", #a, #b, \
+			       (long long)_a, _a);                             \
+	} while (0)
+
+/* A verbs call that returns 0 or an errno value (or -1 with errno set). */
+#define CHECK_OK(e)                                                            \
+	do {                                                                   \
+		int _r = (e);                                                  \
+		if (_r)                                                        \
+			T_FAIL("%s returned %d (%s), errno %d", #e, _r,         \
+			       strerror(_r > 0 ? _r : errno), errno);          \
+	} while (0)
+
+/* A verbs call that must fail with errno value `err` (returned or in errno). */
+#define CHECK_ERR(e, err)                                                      \
+	do {                                                                   \
+		errno = 0;                                                     \
+		int _r = (e);                                                  \
+		int _e = _r > 0 ? _r : (_r < 0 ? errno : 0);                   \
+		if (_e != (err))                                               \
+			T_FAIL("%s returned %d errno %d (%s), expected %s (%d)", \
+			       #e, _r, errno, strerror(_e), #err, (err));      \
+	} while (0)
+
+/* A constructor that must return non-NULL. */
+#define CHECK_PTR(e)                                                           \
+	({                                                                     \
+		__typeof__(e) _p = (e);                                        \
+		if (!_p)                                                       \
+			T_FAIL("%s returned NULL (errno %d: %s)", #e, errno,   \
+			       strerror(errno));                               \
+		_p;                                                            \
+	})
+
+/* A constructor that must fail (NULL) with errno `err`. */
+#define CHECK_NULL_ERRNO(e, err)                                               \
+	do {                                                                   \
+		errno = 0;                                                     \
+		void *_p = (void *)(e);                                        \
+		if (_p)                                                        \
+			T_FAIL("%s succeeded, expected NULL with %s", #e, #err); \
+		if (errno != (err))                                            \
+			T_FAIL("%s: errno %d (%s), expected %s", #e, errno,    \
+			       strerror(errno), #err);                         \
+	} while (0)
+
+#define CHECK_STATUS(wc, st)                                                   \
+	do {                                                                   \
+		struct ibv_wc _w = (wc);                                       \
+		if (_w.status != (st))                                         \
+			T_FAIL("wc status %s (%d), expected %s (wr_id %llu opcode %d)", \
+			       ibv_wc_status_str(_w.status), _w.status, #st,   \
+			       (unsigned long long)_w.wr_id, _w.opcode);       \
+	} while (0)
+
+#define T_SKIP_IF(cond, ...)                                                   \
+	do {                                                                   \
+		if (cond) {                                                    \
+			fprintf(stderr, "SKIP: " __VA_ARGS__);                 \
+			fputc('\n', stderr);                                   \
+			exit(T_SKIP);                                          \
+		}                                                              \
+	} while (0)
+
+#define T_ALL_REMOTE (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+		      IBV_ACCESS_REMOTE_ATOMIC)
+#define T_ALL_ACCESS (IBV_ACCESS_LOCAL_WRITE | T_ALL_REMOTE)
+
+/* Everything an endpoint is built and connected with. */
+struct t_opts {
+	enum ibv_qp_type type;
+	int cqe;
+	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
+	size_t buf_len;
+	int mr_access;             /* of the endpoint's buffer */
+	int qp_access;             /* qp_access_flags (RC/UC) */
+	int sq_sig_all;
+	struct ibv_srq *srq;       /* attach the QP to it (no own RQ) */
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint32_t qkey;             /* UD */
+	struct ibv_pd *pd;         /* use this PD (not freed) instead of a new one */
+	struct ibv_comp_channel *channel;   /* for the CQ */
+	void *cq_context;
+};
+
+/* One endpoint: a PD, a CQ (send and receive), a QP and a registered buffer. */
+struct t_ep {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	size_t len;
+	uint32_t psn;
+	enum ibv_qp_type type;
+	bool own_pd;
+};
+
+/* What a peer needs to address an endpoint. */
+struct t_info {
+	uint16_t lid;
+	uint32_t qpn;
+	uint32_t psn;
+	uint32_t rkey;
+	uint64_t addr;
+	uint64_t len;
+	union ibv_gid gid;
+};
+
+/* Two connected endpoints in one process (a -> b and b -> a). */
+struct t_pair {
+	struct ibv_context *ctx;
+	struct t_ep a, b;
+	struct t_info ia, ib;
+};
+
+/* Watchdog: after `seconds`, print the test name and _exit(2). */
+void t_alarm(unsigned int seconds);
+/* Monotonic milliseconds. */
+uint64_t t_now_ms(void);
+void t_sleep_ms(unsigned int ms);
+
+/* Open softverbs0 (exit 77 if absent).  Arms a 40 s watchdog unless one is
+ * already armed. */
+struct ibv_context *t_open(void);
+
+void t_opts_default(struct t_opts *o, enum ibv_qp_type type);
+/* Create an endpoint's objects; the QP stays in RESET. */
+void t_ep_create(struct t_ep *e, struct ibv_context *ctx, const struct t_opts *o);
+void t_ep_destroy(struct t_ep *e);
+void t_ep_info(const struct t_ep *e, struct t_info *info);
+/* RESET -> INIT -> RTR -> RTS towards `remote` (UD: remote unused). */
+void t_ep_connect(struct t_ep *e, const struct t_opts *o, const struct t_info *remote);
+/* Individual transitions (used by t_ep_connect and the state-machine tests). */
+int t_to_init(struct ibv_qp *qp, const struct t_opts *o);
+int t_to_rtr(struct ibv_qp *qp, const struct t_opts *o, const struct t_info *remote);
+int t_to_rts(struct ibv_qp *qp, const struct t_opts *o, uint32_t psn);
+enum ibv_qp_state t_qp_state(struct ibv_qp *qp);
+
+void t_pair_open(struct t_pair *p, const struct t_opts *o);
+/* Same, with different options per side. */
+void t_pair_open2(struct t_pair *p, const struct t_opts *oa, const struct t_opts *ob);
+void t_pair_close(struct t_pair *p);
+
+/* Address handle towards `remote`: by LID, or global with its GID. */
+struct ibv_ah *t_ah(struct ibv_pd *pd, const struct t_info *remote, bool global);
+
+/* Posting.  Return the verbs call's result. */
+int t_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey);
+int t_post_srq_recv(struct ibv_srq *srq, uint64_t wr_id, void *addr, uint32_t len,
+		    uint32_t lkey);
+int t_post_send(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *addr,
+		uint32_t len, uint32_t lkey, int flags);
+int t_post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *addr,
+		uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey, int flags);
+int t_post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *addr,
+		  uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
+		  uint64_t swap);
+int t_post_ud(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey,
+	      struct ibv_ah *ah, uint32_t qpn, uint32_t qkey, int flags);
+
+/* Poll until `n` completions or `timeout_ms`; returns how many were got. */
+int t_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int timeout_ms);
+/* Exactly one completion within timeout_ms (fails otherwise, naming the
+ * caller's line). */
+#define t_wc(cq, timeout_ms) t_wc_at(cq, timeout_ms, __FILE__, __LINE__)
+struct ibv_wc t_wc_at(struct ibv_cq *cq, int timeout_ms, const char *file, int line);
+/* No completion for `ms` (fails if one arrives). */
+#define t_no_wc(cq, ms) t_no_wc_at(cq, ms, __FILE__, __LINE__)
+void t_no_wc_at(struct ibv_cq *cq, int ms, const char *file, int line);
+/* Wait (up to timeout_ms) for ibv_query_qp to report `state`. */
+void t_wait_qp_state(struct ibv_qp *qp, enum ibv_qp_state state, int timeout_ms);
+
+/* Async events: wait on context->async_fd for one event (false on timeout). */
+bool t_async_event(struct ibv_context *ctx, struct ibv_async_event *ev, int timeout_ms);
+/* Wait for an event of `type` (others are acked and skipped). */
+void t_expect_async(struct ibv_context *ctx, enum ibv_event_type type,
+		    struct ibv_async_event *out, int timeout_ms);
+
+/* Two processes.  t_fork returns the child's pid in the parent (0 in the
+ * child); *fd is this side's end of a socketpair. */
+pid_t t_fork(int *fd);
+void t_write_all(int fd, const void *p, size_t n);
+void t_read_all(int fd, void *p, size_t n);
+void t_xchg(int fd, const struct t_info *mine, struct t_info *theirs);
+/* Barrier: one byte each way. */
+void t_sync(int fd);
+/* Reap the child within timeout_ms (kill it otherwise); returns its exit
+ * status, or 128+signal. */
+int t_wait_child(pid_t pid, int timeout_ms);
+
+void t_fill(void *buf, size_t len, uint8_t seed);
+bool t_check_fill(const void *buf, size_t len, uint8_t seed);
+
+#endif

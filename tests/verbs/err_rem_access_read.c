@@ -1,0 +1,28 @@
+/* RDMA READ from an MR registered without REMOTE_READ: IBV_WC_REM_ACCESS_ERR,
+ * and no data lands in the local buffer. */
+#include "common.h"
+
+int main(void)
+{
+	struct t_opts o;
+	struct t_pair p;
+	struct ibv_wc wc;
+
+	t_alarm(30);
+	t_opts_default(&o, IBV_QPT_RC);
+	t_pair_open(&p, &o);
+	struct ibv_mr *wo = CHECK_PTR(ibv_reg_mr(p.b.pd, p.b.buf + 8192, 4096,
+				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+	t_fill(p.b.buf + 8192, 4096, 3);
+	memset(p.a.buf, 0x3c, 4096);
+	CHECK_OK(t_post_rdma(p.a.qp, IBV_WR_RDMA_READ, 1, p.a.buf, 4096, p.a.mr->lkey,
+			     (uintptr_t)p.b.buf + 8192, wo->rkey, IBV_SEND_SIGNALED));
+	wc = t_wc(p.a.cq, 5000);
+	CHECK_STATUS(wc, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(t_qp_state(p.a.qp), IBV_QPS_ERR);
+	for (int i = 0; i < 4096; i++)
+		CHECK_EQ(p.a.buf[i], 0x3c);
+	CHECK_OK(ibv_dereg_mr(wo));
+	t_pair_close(&p);
+	return 0;
+}
