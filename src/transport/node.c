@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "transport/node.h"
 #include "transport/transport.h"
+#include "transport/shm/segment.h"
 #include "transport/unix/sock.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -132,6 +133,9 @@ int sv_node_watch(struct sv_node *node, struct sv_handler *h, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = h };
 
+	if (node->forked)
+		return -EIO;
+
 	return epoll_ctl(node->epfd, EPOLL_CTL_ADD, h->fd, &ev) ? -errno : 0;
 }
 
@@ -139,12 +143,16 @@ int sv_node_rewatch(struct sv_node *node, struct sv_handler *h, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = h };
 
+	if (node->forked)
+		return -EIO;
+
 	return epoll_ctl(node->epfd, EPOLL_CTL_MOD, h->fd, &ev) ? -errno : 0;
 }
 
 void sv_node_unwatch(struct sv_node *node, struct sv_handler *h)
 {
-	epoll_ctl(node->epfd, EPOLL_CTL_DEL, h->fd, NULL);
+	if (!node->forked)
+		epoll_ctl(node->epfd, EPOLL_CTL_DEL, h->fd, NULL);
 }
 
 void sv_node_kick(struct sv_node *node)
@@ -169,7 +177,7 @@ void sv_node_sync(struct sv_node *node, void (*fn)(void *), void *arg)
 {
 	struct sv_cmd cmd = { .fn = fn, .arg = arg };
 
-	if (on_progress_thread) {
+	if (on_progress_thread || node->forked) {
 		fn(arg);
 		return;
 	}
@@ -509,8 +517,10 @@ static void node_destroy(struct sv_node *node)
 	struct sv_list *pos, *tmp;
 
 	__atomic_store_n(&node->stop, true, __ATOMIC_RELEASE);
-	sv_node_kick(node);
-	pthread_join(node->thread, NULL);
+	if (!node->forked) {
+		sv_node_kick(node);
+		pthread_join(node->thread, NULL);
+	}
 	sv_list_for_each_safe(pos, tmp, &node->pending)
 		sv_conn_close(sv_container_of(pos, struct sv_conn, pending_link));
 	sv_conn_reap(node);
@@ -525,10 +535,37 @@ static void node_destroy(struct sv_node *node)
 	free(node);
 }
 
+/*
+ * fork(): the child has no progress thread, and the node's epoll instance,
+ * sockets and rings are shared with the parent.  The child's node is cut
+ * loose: it never touches the shared epoll set again (a child pointer in
+ * the parent's set would crash the parent), and a device the child opens
+ * gets a new node.  Using the parent's QPs in the child is undefined, as
+ * with any RDMA device without ibv_fork_init(); it must not harm the parent.
+ */
+static void atfork_child(void)
+{
+	pthread_mutex_init(&node_global_lock, NULL);
+	if (the_node) {
+		the_node->forked = true;
+		pthread_mutex_init(&the_node->lock, NULL);
+		the_node->refcnt++;          /* never destroyed in the child */
+		the_node = NULL;
+	}
+	sv_seg_forget_after_fork();
+}
+
+static void install_atfork(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
 struct sv_node *sv_node_get(void)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct sv_node *node;
 
+	pthread_once(&once, install_atfork);
 	pthread_mutex_lock(&node_global_lock);
 	if (!the_node)
 		the_node = node_create();

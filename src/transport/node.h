@@ -73,6 +73,7 @@ struct sv_node {
 	struct sv_handler wake_h;    /* eventfd */
 	pthread_t thread;
 	bool stop;
+	bool forked;                 /* inherited by fork(): no thread, shares fds with the parent */
 
 	struct sv_pgroup **groups;
 	uint32_t ngroups;

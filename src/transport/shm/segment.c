@@ -10,7 +10,7 @@
 
 static struct sv_seg *self;
 static int self_fd = -1;
-static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void seg_create(void)
 {
@@ -38,14 +38,31 @@ static void seg_create(void)
 	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
 	pthread_mutex_init(&s->atomic_lock, &ma);
 	pthread_mutexattr_destroy(&ma);
-	self = s;
 	self_fd = fd;
+	__atomic_store_n(&self, s, __ATOMIC_RELEASE);
 }
 
 struct sv_seg *sv_seg_self(void)
 {
-	pthread_once(&self_once, seg_create);
-	return self;
+	struct sv_seg *s = __atomic_load_n(&self, __ATOMIC_ACQUIRE);
+
+	if (s)
+		return s;
+	pthread_mutex_lock(&self_lock);
+	if (!self)
+		seg_create();
+	s = self;
+	pthread_mutex_unlock(&self_lock);
+	return s;
+}
+
+void sv_seg_forget_after_fork(void)
+{
+	pthread_mutex_init(&self_lock, NULL);
+	if (self_fd >= 0)
+		close(self_fd);
+	self = NULL;       /* the mapping stays (it is the parent's); never written */
+	self_fd = -1;
 }
 
 int sv_seg_fd(void)

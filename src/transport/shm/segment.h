@@ -40,6 +40,8 @@ struct sv_seg {
 };
 
 struct sv_seg *sv_seg_self(void);
+/* In a forked child: the inherited segment is the parent's; make a new one. */
+void sv_seg_forget_after_fork(void);
 int sv_seg_fd(void);
 struct sv_seg *sv_seg_map(int fd);           /* a peer's, from SCM_RIGHTS */
 void sv_seg_unmap(struct sv_seg *seg);
