@@ -7,7 +7,10 @@
 set -u
 scenario=${1:?scenario}
 libdir=${2:?libdir}
-export LD_LIBRARY_PATH=$libdir
+# Our libraries first and, for a sanitized build, its runtime preloaded.
+# shellcheck source=tests/run-env.sh
+. "$(dirname "$0")/../run-env.sh"
+sv_run_env "$(dirname "$libdir")" || { echo "FAIL: no sanitizer runtime for $libdir"; exit 1; }
 export SOFTVERBS_CM_TIMEOUT_MS=${SOFTVERBS_CM_TIMEOUT_MS:-3000}
 
 work=$(mktemp -d /tmp/cm-tool-XXXXXX)
@@ -30,14 +33,14 @@ wait_listen() {
 
 start_server() {	# start_server PORT CMD...
 	local port=$1; shift
-	timeout 60 stdbuf -oL -eL "$@" >"$SRV" 2>&1 &
+	timeout 60 env "${SV_RUN_ENV[@]}" "$@" >"$SRV" 2>&1 &
 	SRV_PID=$!
 	wait_listen "$port"
 	echo "server listening: $(ss -ltnH "sport = :$port" | awk '{print $4}' | head -1)"
 }
 
 run_client() {		# run_client CMD... ; sets CLI_RC
-	timeout 60 stdbuf -oL -eL "$@" >"$CLI" 2>&1
+	timeout 60 env "${SV_RUN_ENV[@]}" "$@" >"$CLI" 2>&1
 	CLI_RC=$?
 }
 
@@ -85,7 +88,7 @@ xrc_rc)
 xrc_fail)
 	# softverbs has no XRC: both sides must fail at once with EOPNOTSUPP.
 	need rdma_xserver
-	timeout 10 rdma_xserver -p 47506 -c x >"$SRV" 2>&1; SRV_RC=$?
+	timeout 10 env "${SV_RUN_ENV[@]}" rdma_xserver -p 47506 -c x >"$SRV" 2>&1; SRV_RC=$?
 	run_client rdma_xclient -s 127.0.0.1 -p 47506 -c x
 	[ "$SRV_RC" != 0 ] && [ "$SRV_RC" != 124 ] || fail "xserver exit $SRV_RC"
 	[ "$CLI_RC" != 0 ] && [ "$CLI_RC" != 124 ] || fail "xclient exit $CLI_RC"
@@ -121,18 +124,13 @@ udaddy)
 	tail -1 "$CLI" ;;
 mckey)
 	need mckey
-	timeout 30 stdbuf -oL -eL mckey -m 239.1.1.1 -C 5 >"$SRV" 2>&1 &
+	timeout 30 env "${SV_RUN_ENV[@]}" mckey -m 239.1.1.1 -C 5 >"$SRV" 2>&1 &
 	SRV_PID=$!
 	sleep 1
 	run_client mckey -m 239.1.1.1 -s -C 5
 	server_rc
 	grep -q 'joined dgid' "$CLI" || fail "sender did not join"
 	grep -q 'joined dgid' "$SRV" || fail "receiver did not join"
-	if grep -q 'failure creating address handle' "$CLI" "$SRV"; then
-		echo "SKIP: joins work; the device cannot address multicast yet (ibv_create_ah on an MGID)"
-		cat "$SRV" "$CLI"
-		exit 77
-	fi
 	grep -q 'return status 0' "$CLI" || fail "sender status"
 	grep -q 'return status 0' "$SRV" || fail "receiver status"
 	grep -q 'data transfers complete' "$SRV" || fail "receiver got no data"

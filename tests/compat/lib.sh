@@ -84,53 +84,12 @@ elif sv_port_busy "$SV_PORT"; then
   SV_PORT=$(sv_free_port)
 fi
 
-# Which sanitizers the build in SV_BUILD was made with.
-SV_SANITIZE=${SOFTVERBS_SANITIZE-}
-if [[ -z $SV_SANITIZE && -r $SV_BUILD/CMakeCache.txt ]]; then
-  SV_SANITIZE=$(sed -n 's/^SANITIZE:[A-Z]*=//p' "$SV_BUILD/CMakeCache.txt")
-fi
-
-# Path of a sanitizer runtime ($1: libasan.so, libtsan.so) from the compiler
-# that built SV_BUILD (gcc unless its cache says otherwise).
-sv_sanitizer_runtime() {
-  local cc=gcc path
-  if [[ -r $SV_BUILD/CMakeCache.txt ]]; then
-    cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$SV_BUILD/CMakeCache.txt")
-    cc=${cc:-gcc}
-  fi
-  path=$("$cc" -print-file-name="$1" 2>/dev/null || true)
-  [[ $path == /* && -e $path ]] || path=$(gcc -print-file-name="$1" 2>/dev/null || true)
-  [[ $path == /* && -e $path ]] ||
-    sv_fail "cannot find the $1 runtime of $cc for the $SV_SANITIZE build in $SV_BUILD"
-  readlink -f "$path"
-}
-
-# SV_ENV: the variables every program under test runs with (through env(1),
-# so that only the program itself gets them, not timeout or this shell).
-SV_ENV=("LD_LIBRARY_PATH=$SV_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-sv_preload=
-if [[ $SV_SANITIZE == *address* ]]; then
-  # The ASan runtime must come first in the process; Debian's programs are not
-  # instrumented, so it is preloaded, and their own leaks are not ours.
-  sv_preload=$(sv_sanitizer_runtime libasan.so)
-  SV_ENV+=("ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
-elif [[ $SV_SANITIZE == *thread* ]]; then
-  sv_preload=$(sv_sanitizer_runtime libtsan.so)
-fi
-# Line-buffered stdout (coreutils' libstdbuf, as stdbuf -oL does, but after
-# the sanitizer runtime), so that a log shows stdout and stderr in order.
-sv_stdbuf=/usr/libexec/coreutils/libstdbuf.so
-if [[ -e $sv_stdbuf ]]; then
-  sv_preload=${sv_preload:+$sv_preload:}$sv_stdbuf
-  SV_ENV+=("_STDBUF_O=L")
-fi
-if [[ -n $sv_preload ]]; then
-  SV_ENV+=("LD_PRELOAD=$sv_preload${LD_PRELOAD:+:$LD_PRELOAD}")
-fi
-if [[ $SV_SANITIZE == *undefined* ]]; then
-  SV_ENV+=("UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1")
-fi
-unset sv_preload sv_stdbuf
+# SV_ENV: what every program under test runs with (tests/run-env.sh).
+# shellcheck source=tests/run-env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../run-env.sh"
+sv_run_env "$SV_BUILD" || sv_fail "cannot set up the environment for $SV_BUILD"
+SV_SANITIZE=$SV_RUN_SANITIZE
+SV_ENV=("${SV_RUN_ENV[@]}")
 
 SV_TMP=$(mktemp -d "${TMPDIR:-/tmp}/softverbs-$SV_NAME.XXXXXX")
 
