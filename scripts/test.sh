@@ -59,6 +59,9 @@ run_suite() {
     runner=(setarch "$(uname -m)" -R)
   fi
 
+  # Races inside application buffers are the application's (tests/tsan.supp).
+  local -x TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }suppressions=$PWD/tests/tsan.supp"
+
   junit=$(mktemp "${TMPDIR:-/tmp}/softverbs-junit.XXXXXX")
   "${runner[@]}" ctest --test-dir "$dir" --output-on-failure --timeout "$CTEST_TIMEOUT" \
       -j "$JOBS" --output-junit "$junit" "${extra_ctest_args[@]}" </dev/null || rc=$?

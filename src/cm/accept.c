@@ -97,6 +97,7 @@ static int accept_locked(struct cm_id *p, struct rdma_conn_param *param)
 CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
 	struct cm_id *p;
+	bool sync;
 	int err;
 
 	if (!id)
@@ -104,13 +105,14 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_pa
 	p = cm_id_of(id);
 	cm_lock();
 	err = accept_locked(p, conn_param);
+	/* read under the lock: once it is dropped another thread may destroy
+	 * an asynchronous id (cmtime does) */
+	sync = p->sync && !cm_ps_is_ud(id->ps);
 	cm_unlock();
 	if (err)
 		return cm_set_errno(err);
 	/* A synchronous RC accept returns once the connection is up. */
-	if (p->sync && !cm_ps_is_ud(id->ps))
-		return cm_sync_wait(p);
-	return 0;
+	return sync ? cm_sync_wait(p) : 0;
 }
 
 int cm_reject_locked(struct cm_id *p, const void *pdata, uint8_t len,

@@ -86,9 +86,12 @@ void cm_device_watch(struct cm_device *dev);       /* [G] core.c */
 /* ---- event channels and events ------------------------------------------ */
 struct cm_channel {
 	struct rdma_event_channel ch;  /* public part: ch.fd is an eventfd */
-	pthread_mutex_t lock;          /* guards queue */
+	pthread_mutex_t lock;          /* guards queue, readers, closing */
+	pthread_cond_t cond;           /* readers left */
 	struct cm_list queue;          /* struct cm_event, oldest first */
 	bool sync_private;             /* owned by one synchronous id */
+	int readers;                   /* threads inside rdma_get_cm_event */
+	bool closing;                  /* rdma_destroy_event_channel under way */
 };
 
 struct cm_id;

@@ -186,6 +186,7 @@ static int connect_locked(struct cm_id *p, struct rdma_conn_param *param)
 CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
 	struct cm_id *p;
+	bool sync;
 	int err;
 
 	if (!id)
@@ -197,10 +198,11 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 	}
 	cm_lock();
 	err = connect_locked(p, conn_param);
+	sync = p->sync;          /* under the lock, as in rdma_accept */
 	cm_unlock();
 	if (err)
 		return cm_set_errno(err);
-	return p->sync ? cm_sync_wait(p) : 0;
+	return sync ? cm_sync_wait(p) : 0;
 }
 
 static void fill_conn_param(struct cm_id *p, struct rdma_conn_param *c,
@@ -338,10 +340,11 @@ CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		err = EINVAL;
 		break;
 	}
+	wait = wait && p->sync;
 	cm_unlock();
 	if (err)
 		return cm_set_errno(err);
-	return (p->sync && wait) ? cm_sync_wait(p) : 0;
+	return wait ? cm_sync_wait(p) : 0;
 }
 
 CM_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)

@@ -33,6 +33,7 @@ struct cm_channel *cm_channel_new(bool sync_private)
 		return NULL;
 	}
 	pthread_mutex_init(&ch->lock, NULL);
+	pthread_cond_init(&ch->cond, NULL);
 	cm_list_init(&ch->queue);
 	ch->sync_private = sync_private;
 	return ch;
@@ -44,12 +45,24 @@ void cm_channel_free(struct cm_channel *ch)
 
 	if (!ch)
 		return;
+	/* A thread may still be blocked in rdma_get_cm_event (rping destroys
+	 * its channel while its CM thread waits there).  As with rdma-core, that
+	 * thread stays blocked until the process exits: the channel and its fd
+	 * are left to it, never freed under it. */
+	pthread_mutex_lock(&ch->lock);
+	ch->closing = true;
+	if (ch->readers) {
+		pthread_mutex_unlock(&ch->lock);
+		return;
+	}
+	pthread_mutex_unlock(&ch->lock);
 	cm_list_for_each_safe(pos, tmp, &ch->queue) {
 		cm_list_del(pos);
 		free(cm_container_of(pos, struct cm_event, node));
 	}
 	close(ch->ch.fd);
 	pthread_mutex_destroy(&ch->lock);
+	pthread_cond_destroy(&ch->cond);
 	free(ch);
 }
 
@@ -218,19 +231,31 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 	if (!channel || !event)
 		return cm_set_errno(EINVAL);
 	ch = cm_container_of(channel, struct cm_channel, ch);
+	pthread_mutex_lock(&ch->lock);
+	ch->readers++;
+	pthread_mutex_unlock(&ch->lock);
 	while (!e) {
 		r = read(ch->ch.fd, &v, sizeof(v));
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;	/* EAGAIN for a non-blocking fd */
-		}
 		pthread_mutex_lock(&ch->lock);
-		if (!cm_list_empty(&ch->queue)) {
+		if (ch->closing) {
+			errno = EBADF;      /* destroyed under us */
+		} else if (r < 0) {
+			if (errno == EINTR) {
+				pthread_mutex_unlock(&ch->lock);
+				continue;
+			}
+		} else if (!cm_list_empty(&ch->queue)) {
 			e = cm_container_of(ch->queue.next, struct cm_event, node);
 			cm_list_del(&e->node);
+		} else {
+			pthread_mutex_unlock(&ch->lock);
+			continue;
 		}
+		ch->readers--;
+		pthread_cond_broadcast(&ch->cond);
 		pthread_mutex_unlock(&ch->lock);
+		if (!e)
+			return -1;          /* EAGAIN for a non-blocking fd, EBADF */
 	}
 	*event = &e->ev;
 	return 0;

@@ -332,7 +332,7 @@ static void drive_one(struct sv_conn *c)
 {
 	struct sv_qp *qp = c->qp;
 
-	if (c->closed || !qp || pthread_mutex_trylock(&qp->lock))
+	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) || !qp || pthread_mutex_trylock(&qp->lock))
 		return;
 	if (!c->closed && c->connected) {
 		rx_process(c);
@@ -543,7 +543,7 @@ void sv_engine_on_conn(struct sv_handler *h, uint32_t events)
 	struct sv_conn *c = sv_container_of(h, struct sv_conn, h);
 	struct sv_qp *qp = c->qp;
 
-	if (c->closed)
+	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE))
 		return;
 	if (!qp) {
 		attach_inbound(c);

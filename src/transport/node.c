@@ -278,13 +278,14 @@ static int run_timers(struct sv_node *node)
 static int serve_rings(struct sv_node *node, int timeout)
 {
 	struct sv_conn *ready[64];
-	int n = sv_conn_shm_arm_all(node, ready, 64);
+	bool any;
+	int n = sv_conn_shm_arm_all(node, ready, 64, &any);
 
 	for (int i = 0; i < n; i++)
 		sv_engine_on_conn(&ready[i]->h, 0);
 	if (n)
 		return 0;
-	if (!sv_list_empty(&node->shm_conns) && (timeout < 0 || timeout > SV_SHM_MAX_SLEEP_MS))
+	if (any && (timeout < 0 || timeout > SV_SHM_MAX_SLEEP_MS))
 		return SV_SHM_MAX_SLEEP_MS;
 	return timeout;
 }
@@ -387,7 +388,9 @@ static struct sv_pgroup *open_group(struct sv_node *node)
 	return NULL;
 }
 
-int sv_node_alloc_qpn(struct sv_node *node, struct sv_qp *qp, uint32_t *qpn)
+#define SV_QP_RESERVED ((struct sv_qp *)(uintptr_t)1)
+
+int sv_node_alloc_qpn(struct sv_node *node, uint32_t *qpn)
 {
 	struct sv_pgroup *g = NULL, **ng;
 	int ret = 0;
@@ -412,7 +415,7 @@ int sv_node_alloc_qpn(struct sv_node *node, struct sv_qp *qp, uint32_t *qpn)
 	}
 	for (uint32_t s = 0; s < SV_QP_PER_GROUP; s++)
 		if (!g->slot[s]) {
-			g->slot[s] = qp;
+			g->slot[s] = SV_QP_RESERVED;
 			g->used++;
 			*qpn = ((uint32_t)g->port << 8) | s;
 			break;
@@ -428,6 +431,17 @@ static struct sv_pgroup *find_group(struct sv_node *node, uint16_t port)
 		if (node->groups[i]->port == port)
 			return node->groups[i];
 	return NULL;
+}
+
+void sv_node_publish_qp(struct sv_node *node, uint32_t qpn, struct sv_qp *qp)
+{
+	struct sv_pgroup *g;
+
+	pthread_mutex_lock(&node->lock);
+	g = find_group(node, qpn >> 8);
+	if (g && g->slot[qpn & 0xff] == SV_QP_RESERVED)
+		g->slot[qpn & 0xff] = qp;
+	pthread_mutex_unlock(&node->lock);
 }
 
 struct sv_pgroup *sv_node_group_of(struct sv_node *node, uint32_t qpn)
@@ -463,7 +477,7 @@ struct sv_qp *sv_node_lookup_qp(struct sv_node *node, uint32_t qpn)
 	if (g)
 		qp = g->slot[qpn & 0xff];
 	pthread_mutex_unlock(&node->lock);
-	return qp;
+	return qp == SV_QP_RESERVED ? NULL : qp;
 }
 
 /* ---- lifetime ---- */

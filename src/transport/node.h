@@ -98,7 +98,10 @@ const struct sv_addr_plan *sv_addr_plan(void);
 struct sv_node *sv_node_get(void);
 void sv_node_put(struct sv_node *node);
 
-int sv_node_alloc_qpn(struct sv_node *node, struct sv_qp *qp, uint32_t *qpn);
+/* A QPN is reserved first and the QP published once it is fully built:
+ * until then lookups do not see it. */
+int sv_node_alloc_qpn(struct sv_node *node, uint32_t *qpn);
+void sv_node_publish_qp(struct sv_node *node, uint32_t qpn, struct sv_qp *qp);
 void sv_node_free_qpn(struct sv_node *node, uint32_t qpn);
 struct sv_qp *sv_node_lookup_qp(struct sv_node *node, uint32_t qpn);
 struct sv_pgroup *sv_node_group_of(struct sv_node *node, uint32_t qpn);

@@ -118,7 +118,7 @@ void sv_conn_shm_start(struct sv_conn *c);
 bool sv_conn_doorbell_drain(struct sv_conn *c);
 /* Progress thread, before sleeping: ask writers for a doorbell; returns the
  * ring channels that already hold data (up to max). */
-int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max);
+int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, bool *any);
 
 /* udp/dgram.c */
 int sv_dgram_send(struct sv_node *node, uint32_t src_qpn, const struct sockaddr_in *dst,

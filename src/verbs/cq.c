@@ -62,6 +62,8 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 			return 0;
 	}
 	pthread_mutex_lock(&cq->lock);
+	while (n < num_entries && cq->batch_i < cq->batch_n)    /* taken by start_poll */
+		wc[n++] = cq->batch[cq->batch_i++];
 	while (n < num_entries && cq->head != cq->tail) {
 		wc[n++] = cq->ring[cq->head % cq->size];
 		__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
@@ -95,16 +97,36 @@ int sv_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr)
 
 static struct sv_cq *cur(struct ibv_cq_ex *c) { return to_scq_ex(c); }
 
+/* Take up to a batch of entries out of the ring.  The lock is not held
+ * between start_poll and end_poll: the application may post meanwhile, and
+ * posting takes QP locks that rank above the CQ lock. */
+static void refill(struct sv_cq *cq)
+{
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&cq->lock);
+	while (n < 16 && cq->head != cq->tail) {
+		uint32_t i = cq->head % cq->size;
+
+		cq->batch[n] = cq->ring[i];
+		cq->batch_ts[n] = cq->ts ? cq->ts[i] : 0;
+		n++;
+		__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&cq->lock);
+	cq->batch_n = n;
+	cq->batch_i = 0;
+}
+
 static int load_cur(struct sv_cq *cq)
 {
-	uint32_t i;
-
-	if (cq->head == cq->tail)
+	if (cq->batch_i == cq->batch_n)
+		refill(cq);
+	if (cq->batch_i == cq->batch_n)
 		return ENOENT;
-	i = cq->head % cq->size;
-	cq->cur = cq->ring[i];
-	cq->cur_ts = cq->ts ? cq->ts[i] : 0;
-	__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
+	cq->cur = cq->batch[cq->batch_i];
+	cq->cur_ts = cq->batch_ts[cq->batch_i];
+	cq->batch_i++;
 	cq->ibcq.wr_id = cq->cur.wr_id;
 	cq->ibcq.status = cq->cur.status;
 	return 0;
@@ -113,22 +135,17 @@ static int load_cur(struct sv_cq *cq)
 static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 {
 	struct sv_cq *cq = cur(c);
-	int ret;
 
 	if (attr->comp_mask)
 		return EINVAL;
-	/* Drive progress before taking the lock: completions it makes need it. */
-	if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED))
+	if (cq->batch_i == cq->batch_n &&
+	    __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED))
 		sv_engine_drive(to_sctx(cq->ibcq.context)->node, cq);
-	pthread_mutex_lock(&cq->lock);
-	ret = load_cur(cq);
-	if (ret)
-		pthread_mutex_unlock(&cq->lock);
-	return ret;
+	return load_cur(cq);
 }
 
 static int ex_next_poll(struct ibv_cq_ex *c) { return load_cur(cur(c)); }
-static void ex_end_poll(struct ibv_cq_ex *c) { pthread_mutex_unlock(&cur(c)->lock); }
+static void ex_end_poll(struct ibv_cq_ex *c) { }
 static enum ibv_wc_opcode ex_opcode(struct ibv_cq_ex *c) { return cur(c)->cur.opcode; }
 static uint32_t ex_vendor_err(struct ibv_cq_ex *c) { return cur(c)->cur.vendor_err; }
 static uint32_t ex_byte_len(struct ibv_cq_ex *c) { return cur(c)->cur.byte_len; }

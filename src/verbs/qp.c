@@ -133,7 +133,7 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 	if (!err && !a->srq)
 		err = sv_rq_init(&qp->rq, a->cap.max_recv_wr, a->cap.max_recv_sge);
 	if (!err)
-		err = sv_node_alloc_qpn(node, qp, &qpn);
+		err = sv_node_alloc_qpn(node, &qpn);
 	if (err) {
 		free(qp->sq.buf);
 		sv_rq_free(&qp->rq);
@@ -181,6 +181,7 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 	if (qp->srq)
 		__atomic_add_fetch(&qp->srq->refcnt, 1, __ATOMIC_RELEASE);
 	sv_pd_get(a->pd);
+	sv_node_publish_qp(node, qpn, qp);     /* only now can frames find it */
 	sv_info("created qp %u type %d", qpn, a->qp_type);
 	return qp;
 }

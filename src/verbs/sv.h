@@ -95,6 +95,11 @@ struct sv_cq {
 	uint32_t wc_flags;           /* cq_ex: requested fields */
 	struct ibv_wc cur;           /* cq_ex: entry being read */
 	uint64_t cur_ts;
+	/* cq_ex: entries taken by start_poll/next_poll, read without the lock
+	 * (the application may post work between start_poll and end_poll) */
+	struct ibv_wc batch[16];
+	uint64_t batch_ts[16];
+	uint32_t batch_n, batch_i;
 	int refcnt;                  /* QPs using it */
 	int drive_fd;                /* epoll set of channels completing here */
 	pthread_mutex_t drive_lock;  /* guards rings[] */

@@ -3,7 +3,8 @@
  * librdmacm API without a connection: event channels, ids, options,
  * getaddrinfo, bind/listen (a real TCP listener), address/route resolution
  * and its errors, devices, rsocket stubs, event strings.
- * Port block: 47100-47119.
+ * Port block: 27100-27119 (below the kernel's ephemeral range, where
+ * softverbs' own connections could hold a port in TIME_WAIT).
  */
 #include "cmtest.h"
 
@@ -12,7 +13,7 @@
 #include <sys/socket.h>
 #include <rdma/rsocket.h>
 
-#define PORT 47100
+#define PORT 27100
 
 static void test_channel(void)
 {
@@ -122,7 +123,7 @@ static void test_getaddrinfo(void)
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_flags = RAI_PASSIVE;
 	hints.ai_port_space = RDMA_PS_TCP;
-	CHECK_OK(rdma_getaddrinfo(NULL, "47101", &hints, &res));
+	CHECK_OK(rdma_getaddrinfo(NULL, "27101", &hints, &res));
 	CHECK(res->ai_src_addr && !res->ai_dst_addr);
 	CHECK_EQ(res->ai_flags & RAI_PASSIVE, RAI_PASSIVE);
 	CHECK_EQ(res->ai_port_space, RDMA_PS_TCP);
@@ -133,11 +134,11 @@ static void test_getaddrinfo(void)
 	hints.ai_flags = RAI_NUMERICHOST | RAI_FAMILY;
 	hints.ai_family = AF_INET;
 	hints.ai_qp_type = IBV_QPT_UD;
-	CHECK_OK(rdma_getaddrinfo("127.0.0.1", "47102", &hints, &res));
+	CHECK_OK(rdma_getaddrinfo("127.0.0.1", "27102", &hints, &res));
 	CHECK(res->ai_dst_addr && res->ai_dst_len == sizeof(struct sockaddr_in));
 	sin = (struct sockaddr_in *)res->ai_dst_addr;
 	CHECK_EQ(sin->sin_family, AF_INET);
-	CHECK_EQ(ntohs(sin->sin_port), 47102);
+	CHECK_EQ(ntohs(sin->sin_port), 27102);
 	CHECK_EQ(ntohl(sin->sin_addr.s_addr), INADDR_LOOPBACK);
 	CHECK_EQ(res->ai_port_space, RDMA_PS_UDP);
 	CHECK_EQ(res->ai_qp_type, IBV_QPT_UD);
@@ -146,7 +147,7 @@ static void test_getaddrinfo(void)
 	/* RAI_FAMILY AF_INET6 with an IPv6 literal */
 	hints.ai_family = AF_INET6;
 	hints.ai_qp_type = 0;
-	CHECK_OK(rdma_getaddrinfo("::1", "47103", &hints, &res));
+	CHECK_OK(rdma_getaddrinfo("::1", "27103", &hints, &res));
 	CHECK_EQ(res->ai_family, AF_INET6);
 	CHECK_EQ(res->ai_dst_addr->sa_family, AF_INET6);
 	rdma_freeaddrinfo(res);
@@ -374,6 +375,12 @@ static void test_rsocket_stubs(void)
 	CHECK(riowrite(3, buf, 4, 0, 0) == (size_t)-1 && errno == EOPNOTSUPP);
 }
 
+#ifdef __SANITIZE_THREAD__
+static const bool tsan_build = true;
+#else
+static const bool tsan_build = false;
+#endif
+
 int main(void)
 {
 	pid_t pid;
@@ -389,8 +396,14 @@ int main(void)
 	test_devices();
 	test_bind_listen();
 	test_resolve();
-	pid = run_child(addr_error_child, NULL);
-	rc = wait_child(pid);
+	/* ThreadSanitizer cannot follow a child of a multi-threaded process
+	 * that starts threads; the plain and ASan runs cover this case. */
+	if (tsan_build) {
+		rc = SKIP;
+	} else {
+		pid = run_child(addr_error_child, NULL);
+		rc = wait_child(pid);
+	}
 	if (rc == SKIP)
 		MSG("unshare(CLONE_NEWNET) not permitted: ADDR_ERROR case skipped");
 	else if (rc)

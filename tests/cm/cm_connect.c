@@ -6,13 +6,13 @@
  * timewait, user-managed QPs (CONNECT_RESPONSE + rdma_establish), the
  * synchronous rdma_create_ep API, and the failures: no listener, a peer
  * that never answers, a peer killed mid-connection.
- * Port block: 47200-47219.  Run with SOFTVERBS_CM_TIMEOUT_MS=1000.
+ * Port block: 27200-27219.  Run with SOFTVERBS_CM_TIMEOUT_MS=1000.
  */
 #include "cmtest.h"
 
 #include <sys/socket.h>
 
-#define PORT 47200
+#define PORT 27200
 
 
 static void fill(uint8_t *b, size_t n, uint8_t seed)
@@ -510,7 +510,7 @@ static int ep_client(void *arg)
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_port_space = RDMA_PS_TCP;
 	to_child_wait();
-	CHECK_OK(rdma_getaddrinfo("127.0.0.1", "47206", &hints, &res));
+	CHECK_OK(rdma_getaddrinfo("127.0.0.1", "27206", &hints, &res));
 	memset(&attr, 0, sizeof(attr));
 	attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
 	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
@@ -549,7 +549,7 @@ static void test_ep(void)
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_flags = RAI_PASSIVE | RAI_NUMERICHOST;
 	hints.ai_port_space = RDMA_PS_TCP;
-	CHECK_OK(rdma_getaddrinfo("127.0.0.1", "47206", &hints, &res));
+	CHECK_OK(rdma_getaddrinfo("127.0.0.1", "27206", &hints, &res));
 	memset(&attr, 0, sizeof(attr));
 	attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
 	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;

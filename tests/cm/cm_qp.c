@@ -3,7 +3,7 @@
  * QP/SRQ/CQ management through an rdma_cm_id: rdma_create_qp(_ex),
  * rdma_destroy_qp, rdma_create_srq(_ex), rdma_destroy_srq, rdma_init_qp_attr
  * before a connection, XRC refused with EOPNOTSUPP, ECE calls.
- * Port block: 47400-47419 (only bound, never connected).
+ * Port block: 27400-27419 (only bound, never connected).
  */
 #include "cmtest.h"
 
@@ -29,7 +29,7 @@ int main(void)
 	struct ibv_qp_attr qa;
 	struct ibv_ece ece = { .vendor_id = 0x1234, .options = 5 }, got;
 	struct rdma_addrinfo res;
-	struct sockaddr_in dst = loop_addr(47400);
+	struct sockaddr_in dst = loop_addr(27400);
 	int mask;
 
 	cmt_init("cm_qp", 60);

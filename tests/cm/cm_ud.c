@@ -4,11 +4,11 @@
  * joins: CONNECT_REQUEST/ESTABLISHED with ud params, private data limits
  * (180 / 136, over them EINVAL), reject and no-listener as UNREACHABLE with
  * the SIDR status, MULTICAST_JOIN/leave, join_ex flag checks.
- * Port block: 47300-47319.
+ * Port block: 27300-27319.
  */
 #include "cmtest.h"
 
-#define PORT 47300
+#define PORT 27300
 
 
 static void make_ud_qp(struct rdma_cm_id *id)

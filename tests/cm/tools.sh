@@ -61,17 +61,17 @@ rping_case() {		# rping_case PORT EXTRA-ARGS...
 
 case "$scenario" in
 rping)
-	rping_case 47501 ;;
+	rping_case 27501 ;;
 rping_big)
 	# rping itself refuses -S 65536 ("valid range is 23 to 65536" but it
 	# checks size > 65535), so 65535 is the largest ping it can do.
-	rping_case 47502 -S 65535 ;;
+	rping_case 27502 -S 65535 ;;
 rping_q)
-	rping_case 47503 -q ;;
+	rping_case 27503 -q ;;
 rdma_server)
 	need rdma_server
-	start_server 47504 rdma_server -p 47504
-	run_client rdma_client -s 127.0.0.1 -p 47504
+	start_server 27504 rdma_server -p 27504
+	run_client rdma_client -s 127.0.0.1 -p 27504
 	server_rc
 	grep -q 'rdma_client: end 0' "$CLI" || fail "client did not end 0"
 	grep -q 'rdma_server: end 0' "$SRV" || fail "server did not end 0"
@@ -79,8 +79,8 @@ rdma_server)
 	cat "$CLI" ;;
 xrc_rc)
 	need rdma_xserver
-	start_server 47505 rdma_xserver -p 47505
-	run_client rdma_xclient -s 127.0.0.1 -p 47505
+	start_server 27505 rdma_xserver -p 27505
+	run_client rdma_xclient -s 127.0.0.1 -p 27505
 	server_rc
 	grep -q 'rdma_xclient: end 0' "$CLI" || fail "xclient did not end 0"
 	grep -q 'rdma_xserver: end 0' "$SRV" || fail "xserver did not end 0"
@@ -88,8 +88,8 @@ xrc_rc)
 xrc_fail)
 	# softverbs has no XRC: both sides must fail at once with EOPNOTSUPP.
 	need rdma_xserver
-	timeout 10 env "${SV_RUN_ENV[@]}" rdma_xserver -p 47506 -c x >"$SRV" 2>&1; SRV_RC=$?
-	run_client rdma_xclient -s 127.0.0.1 -p 47506 -c x
+	timeout 10 env "${SV_RUN_ENV[@]}" rdma_xserver -p 27506 -c x >"$SRV" 2>&1; SRV_RC=$?
+	run_client rdma_xclient -s 127.0.0.1 -p 27506 -c x
 	[ "$SRV_RC" != 0 ] && [ "$SRV_RC" != 124 ] || fail "xserver exit $SRV_RC"
 	[ "$CLI_RC" != 0 ] && [ "$CLI_RC" != 124 ] || fail "xclient exit $CLI_RC"
 	grep -q 'rdma_create_ep: Operation not supported' "$SRV" || fail "xserver: no EOPNOTSUPP"
@@ -97,8 +97,8 @@ xrc_fail)
 	cat "$SRV" "$CLI" ;;
 ucmatose)
 	need ucmatose
-	start_server 47507 ucmatose -p 47507 -c 4 -C 100
-	run_client ucmatose -s 127.0.0.1 -p 47507 -c 4 -C 100
+	start_server 27507 ucmatose -p 27507 -c 4 -C 100
+	run_client ucmatose -s 127.0.0.1 -p 27507 -c 4 -C 100
 	server_rc
 	grep -q 'return status 0' "$CLI" || fail "client status"
 	grep -q 'return status 0' "$SRV" || fail "server status"
@@ -107,8 +107,8 @@ ucmatose)
 cmtime)
 	# The cmtime server serves until killed; the client's result counts.
 	need cmtime
-	start_server 47508 cmtime -p 47508 -c 100
-	run_client cmtime -s 127.0.0.1 -p 47508 -c 100
+	start_server 27508 cmtime -p 27508 -c 100
+	run_client cmtime -s 127.0.0.1 -p 27508 -c 100
 	kill "$SRV_PID" 2>/dev/null
 	[ "$CLI_RC" = 0 ] || fail "cmtime client exit $CLI_RC"
 	grep -q '^connect' "$CLI" || fail "no connect timing"

@@ -93,7 +93,8 @@ void sv_conn_close(struct sv_conn *c)
 	if (!c || c->closed)
 		return;
 	node = c->node;
-	c->closed = c->dead = true;
+	__atomic_store_n(&c->closed, true, __ATOMIC_RELEASE);
+	c->dead = true;
 	sv_node_unwatch(node, &c->h);
 	close(c->h.fd);
 	c->h.fd = -1;
@@ -275,12 +276,13 @@ void sv_conn_shm_start(struct sv_conn *c)
 	sv_node_kick(node);              /* recompute its sleep: rings exist now */
 }
 
-int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max)
+int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, bool *any)
 {
 	struct sv_list *pos, *tmp;
 	int n = 0;
 
 	pthread_mutex_lock(&node->lock);
+	*any = !sv_list_empty(&node->shm_conns);
 	sv_list_for_each_safe(pos, tmp, &node->shm_conns) {
 		struct sv_conn *c = sv_container_of(pos, struct sv_conn, shm_link);
 
