@@ -289,7 +289,8 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 		sv_engine_drive_forget(c);
 	c->drive_cq = cq;
 	if (!c->shm_on) {
-		epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev);
+		if (!epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev))
+			__atomic_add_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	pthread_mutex_lock(&cq->drive_lock);
@@ -316,8 +317,8 @@ void sv_engine_drive_forget(struct sv_conn *c)
 	if (!cq)
 		return;
 	c->drive_cq = NULL;
-	if (c->h.fd >= 0)
-		epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL);
+	if (c->h.fd >= 0 && !epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL))
+		__atomic_sub_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&cq->drive_lock);
 	for (uint32_t i = 0; i < cq->nrings; i++)
 		if (cq->rings[i] == c) {
@@ -374,7 +375,8 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 		for (int i = 0; i < k; i++)
 			drive_one(ready[i]);
 	}
-	n = epoll_wait(cq->drive_fd, evs, 16, 0);
+	n = __atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED) ?
+	    epoll_wait(cq->drive_fd, evs, 16, 0) : 0;
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.u64 & 1) {          /* a port group's datagram socket */
 			struct sv_pgroup *g = (void *)(uintptr_t)(evs[i].data.u64 & ~1ull);
@@ -657,6 +659,6 @@ void sv_engine_drive_register_dgram(struct sv_qp *qp)
 	struct sv_pgroup *g = sv_node_group_of(node, qp->ibqp.qp_base.qp_num);
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uintptr_t)g | 1 };
 
-	if (g)
-		epoll_ctl(qp->rcq->drive_fd, EPOLL_CTL_ADD, g->udp_h.fd, &ev);
+	if (g && !epoll_ctl(qp->rcq->drive_fd, EPOLL_CTL_ADD, g->udp_h.fd, &ev))
+		__atomic_add_fetch(&qp->rcq->drive_socks, 1, __ATOMIC_RELAXED);
 }

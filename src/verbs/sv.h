@@ -102,6 +102,7 @@ struct sv_cq {
 	uint32_t batch_n, batch_i;
 	int refcnt;                  /* QPs using it */
 	int drive_fd;                /* epoll set of channels completing here */
+	int drive_socks;             /* sockets in it: 0 spares pollers the syscall */
 	pthread_mutex_t drive_lock;  /* guards rings[] */
 	struct sv_conn **rings;      /* ring channels completing here */
 	uint32_t nrings, rings_cap;

@@ -95,6 +95,7 @@ void sv_conn_close(struct sv_conn *c)
 	node = c->node;
 	__atomic_store_n(&c->closed, true, __ATOMIC_RELEASE);
 	c->dead = true;
+	sv_engine_drive_forget(c);      /* while the fd still names it */
 	sv_node_unwatch(node, &c->h);
 	close(c->h.fd);
 	c->h.fd = -1;
@@ -103,7 +104,6 @@ void sv_conn_close(struct sv_conn *c)
 	for (int i = 0; i < c->n_tx_fds; i++)
 		close(c->tx_fds[i]);
 	c->n_rx_fds = c->n_tx_fds = 0;
-	sv_engine_drive_forget(c);
 	pthread_mutex_lock(&node->lock);
 	sv_list_del(&c->shm_link);
 	sv_list_del(&c->pending_link);
