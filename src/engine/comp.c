@@ -221,11 +221,24 @@ void sv_comp_end(struct sv_qp *qp, struct sv_conn *c)
 	sv_req_kick(qp);            /* room for more reads; rewound frames */
 }
 
+/* A connected peer that stays unreachable for the transport's whole retry
+ * budget (timeout x (retry_cnt + 1)) is gone: the QP goes to ERR even with
+ * nothing to send, so a survivor waiting only on receives learns of it
+ * (they flush) instead of waiting forever.  timeout 0 waits forever. */
+static void arm_gone_deadline(struct sv_qp *qp)
+{
+	uint64_t t = sv_qp_ack_timeout_ns(qp);
+
+	if (t && !qp->gone_deadline && qp->ibqp.qp_base.qp_type == IBV_QPT_RC)
+		qp->gone_deadline = sv_now_ns() + t * (qp->attr.retry_cnt + 1);
+}
+
 void sv_comp_link_lost(struct sv_qp *qp)
 {
 	if (qp->attr.qp_state == IBV_QPS_ERR || qp->attr.qp_state == IBV_QPS_RESET)
 		return;
 	sv_info("qp %u: link to peer lost", qp->ibqp.qp_base.qp_num);
+	arm_gone_deadline(qp);
 	if (qp->ibqp.qp_base.qp_type == IBV_QPT_RC)
 		sv_req_rewind(qp, qp->sq.head);   /* UC: what was sent is done */
 	sv_req_link_failed(qp);
@@ -243,6 +256,7 @@ static void ack_timeout(struct sv_qp *qp, uint64_t now)
 	sv_req_arm_ack_timer(qp);
 }
 
+
 void sv_engine_on_timer(struct sv_qp *qp, uint64_t now)
 {
 	enum ibv_qp_state s;
@@ -258,6 +272,18 @@ void sv_engine_on_timer(struct sv_qp *qp, uint64_t now)
 		qp->link_deadline = 0;
 		if (qp->link == SV_LINK_BACKOFF && s >= IBV_QPS_RTR && s != IBV_QPS_ERR)
 			sv_req_start_link(qp);
+	}
+	if (qp->gone_deadline && now >= qp->gone_deadline) {
+		qp->gone_deadline = 0;
+		if (qp->link != SV_LINK_UP && s != IBV_QPS_ERR && s != IBV_QPS_RESET) {
+			sv_info("qp %u: peer unreachable for the whole retry budget",
+				qp->ibqp.qp_base.qp_num);
+			/* work in flight fails as the transport's retries would */
+			if (qp->sq.head != qp->sq.tail)
+				sv_comp_fail(qp, sv_sq_at(&qp->sq, qp->sq.head), IBV_WC_RETRY_EXC_ERR);
+			else
+				sv_qp_to_error(qp);
+		}
 	}
 	if (qp->ack_deadline && now >= qp->ack_deadline && qp->attr.qp_state != IBV_QPS_ERR)
 		ack_timeout(qp, now);

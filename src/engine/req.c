@@ -487,6 +487,8 @@ void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
 		c->shm_on ? "shared memory" : c->is_unix ? "unix socket" : "tcp",
 		c->cma_ok ? ", cross-memory attach" : "");
 	qp->link = SV_LINK_UP;
+	qp->gone_deadline = 0;
+	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
 	/* frames are sent after this response has been consumed */
 }
 

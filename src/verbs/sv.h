@@ -222,6 +222,7 @@ struct sv_qp {
 	uint64_t ack_deadline;       /* ns; 0 = no timer */
 	uint64_t rnr_deadline;       /* ns; resend after RNR NAK */
 	uint64_t link_deadline;      /* ns; reconnect */
+	uint64_t gone_deadline;      /* ns; link lost: ERR unless it is back by then */
 	bool rnr_wait;
 	enum sv_link_state link;
 	struct sv_conn *out;         /* requests out, responses in */

@@ -18,10 +18,18 @@
 
 static void tune_socket(int fd)
 {
-	int one = 1, sz = 4 << 20;
+	int one = 1, sz = 4 << 20, idle = 1, intvl = 1, cnt = 3, user_ms = 4000;
 
-	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
-		one = 0;        /* a unix socket: no Nagle to turn off */
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0) {
+		/* A TCP peer whose host vanished (link down) sends no FIN: probe,
+		 * so the channel fails within seconds and the QP's retry budget
+		 * decides what follows.  (A unix socket reports death at once.) */
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
+	}
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 }

@@ -1,0 +1,43 @@
+/*
+ * What the fuzz harness (fuzz_recv.c) and the seed generator (gen_corpus.c)
+ * agree on.
+ *
+ * A QP number, an rkey or a virtual address differs from one process to the
+ * next (QPNs come from the kernel's port allocation, MRs from the heap), so
+ * an input names them with tokens that the harness replaces before the bytes
+ * reach the library.  The harness walks the input as the receive machine
+ * will (a 64-byte header, then `len` payload bytes, then the next header) and
+ * in every header:
+ *
+ *   dst_qpn  FZ_QPN_RC / FZ_QPN_UC / FZ_QPN_UD -> that QP's number
+ *   rkey     FZ_RKEY(n)                        -> MR n's rkey
+ *   va       FZ_VA(n, off): top 16 bits 0xF00n -> MR n's address + off
+ *
+ * Other values pass unchanged, so the fuzzer still reaches QPs, keys and
+ * addresses that do not exist.
+ */
+#ifndef SV_FUZZ_H
+#define SV_FUZZ_H
+
+#include <stdint.h>
+
+#define FZ_QPN_RC    0u          /* the RC QP (stream harness) */
+#define FZ_QPN_UC    1u          /* the UC QP (stream harness) */
+#define FZ_QPN_UD    0u          /* the UD QP (datagram harness) */
+#define FZ_PEER_QPN  0x000101u   /* dest_qp_num of the RC/UC QPs: port 1, never bound */
+#define FZ_QKEY      0x11111111u /* the UD QP's Q_Key */
+
+/* Memory regions, all inside one mapping surrounded by guard bytes:
+ *   MR 1: FZ_MR1_LEN bytes, PD 1, local write + remote write/read/atomic
+ *         (the receive buffers too; large enough for the direct-read path)
+ *   MR 2: FZ_MR2_LEN bytes, PD 1, remote read only: must never change
+ *   MR 3: FZ_MR3_LEN bytes, PD 2, every right: must never change (wrong PD) */
+#define FZ_MR1_LEN   (128u * 1024)
+#define FZ_MR2_LEN   4096u
+#define FZ_MR3_LEN   4096u
+
+#define FZ_RKEY(n)   (0xF0000000u | (n))
+#define FZ_VA(n, off) (((uint64_t)(0xF000u | (n)) << 48) | (uint64_t)(off))
+#define FZ_VA_OFF_MASK 0x0000FFFFFFFFFFFFull
+
+#endif

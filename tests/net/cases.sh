@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The cross-host tests: one CASE per ctest (tests/net/CMakeLists.txt).
+#
+#   tests/net/cases.sh BUILD_DIR CASE      run one case (as root)
+#   tests/net/cases.sh BUILD_DIR --list    list the cases
+#
+# Every case creates its own pair of test hosts (hosts.sh, IDs p<PID>): the
+# server runs in h1 (10.77.0.1), the client in h2 and connects to 10.77.0.1.
+set -euo pipefail
+
+[[ $# -eq 2 ]] || { echo "usage: $0 BUILD_DIR CASE|--list" >&2; exit 2; }
+CASE=$2
+SVN_NAME=net_$CASE
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$(dirname "$0")/lib.sh" "$1"
+
+# --- libibverbs: the pingpong examples, LID or GID addressing ----------------
+
+# pingpong PROG ARGS...: server `PROG -p 18515 ARGS`, client `... 10.77.0.1`.
+pingpong() {
+  local prog=$1
+  shift
+  svn_hosts_up
+  SVN_SERVER=("$prog" -p 18515 "$@")
+  SVN_CLIENT=("$prog" -p 18515 "$@" "$SVN_H1")
+  svn_pair 18515
+}
+
+case_devinfo() {
+  local a b
+  svn_hosts_up
+  svn_need ibv_devinfo
+  a=$("$SVN_HOSTS" exec h1 env "${SVN_ENV[@]}" ibv_devinfo -v)
+  b=$("$SVN_HOSTS" exec h2 env "${SVN_ENV[@]}" ibv_devinfo -v)
+  printf '%s\n' "$a" | sed 's/^/h1| /' | grep -E 'hca_id|port_lid|GID|state:'
+  printf '%s\n' "$b" | sed 's/^/h2| /' | grep -E 'hca_id|port_lid|GID|state:'
+  grep -Eq 'port_lid:[[:space:]]+1$' <<<"$a" || svn_fail "h1's LID is not 0x0001"
+  grep -Eq 'port_lid:[[:space:]]+2$' <<<"$b" || svn_fail "h2's LID is not 0x0002"
+  grep -Eq 'GID\[ *0\]:[[:space:]]+0000:0000:0000:0000:0000:ffff:0a4d:0001' <<<"$a" ||
+    svn_fail "h1's GID 0 is not ::ffff:10.77.0.1"
+  grep -Eq 'GID\[ *0\]:[[:space:]]+0000:0000:0000:0000:0000:ffff:0a4d:0002' <<<"$b" ||
+    svn_fail "h2's GID 0 is not ::ffff:10.77.0.2"
+  grep -q 'PORT_ACTIVE' <<<"$a" || svn_fail "h1's port is not active"
+  grep -q 'PORT_ACTIVE' <<<"$b" || svn_fail "h2's port is not active"
+  svn_log "PASS: LIDs 0x0001 / 0x0002, GIDs ::ffff:10.77.0.1 / ::ffff:10.77.0.2"
+}
+
+case_rc_pingpong() { pingpong ibv_rc_pingpong -n 1000; }
+case_rc_pingpong_gid0() { pingpong ibv_rc_pingpong -g 0 -n 1000; }
+case_rc_pingpong_1m() { pingpong ibv_rc_pingpong -s 1048576 -n 100; }
+case_ud_pingpong() { pingpong ibv_ud_pingpong -g 0 -s 1024; }
+case_srq_pingpong() { pingpong ibv_srq_pingpong -g 0 -q 8; }
+case_uc_pingpong() { pingpong ibv_uc_pingpong -g 0; }
+
+# Same host over the network path: both programs in h1, forced onto TCP
+# channels.  While they run, the host must show a TCP connection other than
+# the pingpong's own out-of-band one (port 18515): the softverbs channel.
+case_rc_pingpong_tcp_loopback() {
+  local seen=0 i
+  svn_hosts_up
+  SVN_EXTRA_ENV=(SOFTVERBS_TRANSPORT=tcp)
+  SVN_SERVER=(ibv_rc_pingpong -p 18515 -n 1000)
+  SVN_CLIENT=(ibv_rc_pingpong -p 18515 -n 1000 127.0.0.1)
+  svn_start server h1 "${SVN_SERVER[@]}"
+  svn_wait_listen server 18515
+  svn_start client h1 "${SVN_CLIENT[@]}"
+  for ((i = 0; i < SVN_TIMEOUT * 20; i++)); do
+    svn_running client || break
+    # /proc/PID/net/tcp of the client: its host's TCP sockets.  Established
+    # (01) between two ports, neither of them 18515 (0x4853).
+    if awk 'FNR > 1 && $4 == "01" { split($2, l, ":"); split($3, r, ":");
+              if (l[2] != "4853" && r[2] != "4853") { f = 1; exit } } END { exit !f }' \
+          "/proc/${SVN_PID[client]}/net/tcp" 2>/dev/null; then
+      seen=1
+      break
+    fi
+    sleep 0.05
+  done
+  svn_wait client; local crc=$SVN_RC
+  svn_wait server; local src=$SVN_RC
+  svn_show server; svn_show client
+  svn_status server "$src" || svn_fail "server failed"
+  svn_status client "$crc" || svn_fail "client failed"
+  svn_expect server "$SVN_PINGPONG" || svn_fail "server: no result"
+  svn_expect client "$SVN_PINGPONG" || svn_fail "client: no result"
+  if ((seen)); then
+    svn_log "a softverbs TCP channel was seen while they ran"
+  else
+    svn_log "note: the run was too short to see its TCP channel in /proc/net/tcp"
+  fi
+  svn_log "PASS: ibv_rc_pingpong -n 1000 on one host with SOFTVERBS_TRANSPORT=tcp"
+}
+
+# --- librdmacm programs ------------------------------------------------------
+
+case_rping() {
+  svn_hosts_up
+  SVN_SERVER=(rping -s -a "$SVN_H1" -C 50 -V -v)
+  SVN_CLIENT=(rping -c -a "$SVN_H1" -C 50 -V -v)
+  SVN_SERVER_EXPECT=('ping data: rdma-ping-49')
+  SVN_CLIENT_EXPECT=('ping data: rdma-ping-49')
+  svn_pair 7174
+}
+
+# Debian's rping refuses -S 1048576 ("Invalid size 1048576 (valid range is
+# 23 to 65536)") and, despite that message, 65536 too: 65535 is the largest
+# buffer it can ping with.
+case_rping_64k() {
+  svn_hosts_up
+  SVN_SERVER=(rping -s -a "$SVN_H1" -S 65535 -C 10 -V)
+  SVN_CLIENT=(rping -c -a "$SVN_H1" -S 65535 -C 10 -V)
+  SVN_SERVER_EXPECT=('')            # -V: rping exits non-zero on a mismatch
+  SVN_CLIENT_EXPECT=('')
+  svn_pair 7174
+}
+
+case_udaddy() {
+  svn_hosts_up
+  SVN_SERVER=(udaddy)
+  SVN_CLIENT=(udaddy -s "$SVN_H1")
+  SVN_SERVER_EXPECT=('return status 0')
+  SVN_CLIENT_EXPECT=('return status 0')
+  svn_pair 7174
+}
+
+case_rdma_server() {
+  svn_hosts_up
+  SVN_SERVER=(rdma_server)
+  SVN_CLIENT=(rdma_client -s "$SVN_H1")
+  SVN_SERVER_EXPECT=('end 0')
+  SVN_CLIENT_EXPECT=('rdma_client: end 0')
+  svn_pair 7471
+}
+
+# --- failures ----------------------------------------------------------------
+
+case_kill_server() { svn_hosts_up; svn_failure_run 18515 kill; }
+case_link_down() { svn_hosts_up; svn_failure_run 18515 link; }
+
+if [[ $CASE == --list ]]; then
+  declare -F | awk '$3 ~ /^case_/ { sub(/^case_/, "", $3); print $3 }'
+  exit 0
+fi
+declare -F "case_$CASE" >/dev/null || svn_fail "unknown case '$CASE' (--list lists them)"
+"case_$CASE"

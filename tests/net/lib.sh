@@ -1,0 +1,353 @@
+# shellcheck shell=bash
+# Shared logic of the cross-host tests: Debian's unmodified RDMA programs run
+# against softverbs in two test hosts (network namespaces joined by veth,
+# hosts.sh), server in h1 (10.77.0.1), client in h2 (10.77.0.2), each under
+# `timeout`.
+#
+# Use from a script that has `set -euo pipefail`:
+#   . "$(dirname "$0")/lib.sh" BUILD_DIR
+#   svn_hosts_up                           # this test's own pair of hosts
+#   SVN_SERVER=(ibv_rc_pingpong -n 1000)
+#   SVN_CLIENT=(ibv_rc_pingpong -n 1000 10.77.0.1)
+#   svn_pair 18515                         # both exit 0, print "bytes in"
+#
+# Each test gets its own pair of hosts, named after the test's PID
+# (sv-p<PID>-h1/h2), so tests can run side by side and a pair left behind by
+# a test that was killed is removed by the next `hosts.sh up` (gc).
+#
+# Knobs (environment):
+#   SOFTVERBS_TEST_TIMEOUT  seconds each program may run (default 60)
+#   SOFTVERBS_TEST_LISTEN   seconds to wait for a server to listen (default 30)
+#   SOFTVERBS_TEST_PEER_GRACE  seconds one side may go on after the other one
+#                           ended (default 15)
+# Exit codes: 0 pass, 1 fail, 77 skip (not root, no netns, program missing).
+
+SVN_H1=10.77.0.1
+SVN_H2=10.77.0.2
+SVN_TIMEOUT=${SOFTVERBS_TEST_TIMEOUT:-60}
+SVN_LISTEN_WAIT=${SOFTVERBS_TEST_LISTEN:-30}
+SVN_PEER_GRACE=${SOFTVERBS_TEST_PEER_GRACE:-15}
+SVN_NAME=${SVN_NAME:-$(basename "${0%.sh}")}
+SVN_HOSTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/hosts.sh
+SVN_ID=p$$
+SVN_UP=0
+SVN_SERVER=()
+SVN_CLIENT=()
+SVN_SERVER_EXPECT=()     # extended regexes the server's output must match
+SVN_CLIENT_EXPECT=()
+SVN_EXTRA_ENV=()         # more VAR=value for both programs
+declare -A SVN_PID=()    # role -> pid of the program (in its host)
+declare -A SVN_LOG=()    # role -> its output
+
+svn_log() { printf '[%s] %s\n' "$SVN_NAME" "$*"; }
+svn_fail() { printf '[%s] FAIL: %s\n' "$SVN_NAME" "$*" >&2; exit 1; }
+svn_skip() { printf '[%s] SKIP: %s\n' "$SVN_NAME" "$*"; exit 77; }
+
+# --- environment -------------------------------------------------------------
+
+SVN_BUILD=${1:-${SOFTVERBS_BUILD_DIR:-}}
+[[ -n $SVN_BUILD ]] || svn_fail "usage: $0 BUILD_DIR"
+[[ -d $SVN_BUILD ]] || svn_fail "build directory $SVN_BUILD does not exist"
+SVN_BUILD=$(cd "$SVN_BUILD" && pwd -P)
+SVN_LIB=$SVN_BUILD/lib
+[[ -e $SVN_LIB/libibverbs.so.1 ]] ||
+  svn_fail "$SVN_LIB/libibverbs.so.1 is missing: build softverbs first (make)"
+# The fresh /tmp of a host keeps the library directory visible (read-only).
+export SOFTVERBS_HOSTS_KEEP=$SVN_LIB
+export SOFTVERBS_HOSTS_ID=$SVN_ID
+
+# What every program runs with: our lib/ first, the sanitizer runtime of a
+# sanitized build preloaded, line-buffered output (tests/run-env.sh).
+# shellcheck source=tests/run-env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../run-env.sh"
+sv_run_env "$SVN_BUILD" || svn_fail "cannot find the sanitizer runtime of the $SV_RUN_SANITIZE build in $SVN_BUILD"
+SVN_ENV=("${SV_RUN_ENV[@]}")
+
+SVN_TMP=$(mktemp -d "${TMPDIR:-/tmp}/softverbs-net-$SVN_NAME.XXXXXX")
+
+svn_cleanup() {
+  local role pid
+  for role in "${!SVN_PID[@]}"; do
+    pid=${SVN_PID[$role]}
+    if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
+      kill -KILL "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+    fi
+  done
+  if ((SVN_UP)); then
+    "$SVN_HOSTS" down || true
+  fi
+  rm -rf "$SVN_TMP"
+}
+trap svn_cleanup EXIT
+trap 'exit 143' TERM INT HUP
+
+# --- hosts ---------------------------------------------------------------------
+
+# Create this test's pair of hosts (skip when that is impossible here).
+svn_hosts_up() {
+  local rc=0
+  "$SVN_HOSTS" up || rc=$?
+  ((rc != 77)) || svn_skip "cannot create test hosts here (see above)"
+  ((rc == 0)) || svn_fail "hosts.sh up failed"
+  SVN_UP=1
+  svn_log "hosts: $("$SVN_HOSTS" ns h1) ($SVN_H1), $("$SVN_HOSTS" ns h2) ($SVN_H2)"
+}
+
+# Skip when Debian's program $1 is missing; fail when it would not load our
+# libraries.
+svn_need() {
+  local path deps lib resolved
+  path=$(command -v "$1") || svn_skip "$1 is not installed (scripts/deps.sh installs it)"
+  deps=$(env "LD_LIBRARY_PATH=$SVN_LIB" ldd "$path" 2>/dev/null || true)
+  for lib in libibverbs.so.1 librdmacm.so.1; do
+    grep -q "^[[:space:]]*$lib " <<<"$deps" || continue
+    [[ -e $SVN_LIB/$lib ]] || svn_fail "$1 needs $lib, which this build does not have"
+    resolved=$(awk -v lib="$lib" '$1 == lib { print $3 }' <<<"$deps")
+    [[ $resolved == "$SVN_LIB/$lib" ]] ||
+      svn_fail "$1 loads $lib from '${resolved:-nowhere}', not from $SVN_LIB"
+  done
+}
+
+# --- programs ------------------------------------------------------------------
+
+# svn_start ROLE HOST PROG ARGS...: run PROG in HOST in the background,
+# under timeout, output in ${SVN_LOG[ROLE]}; ${SVN_PID[ROLE]} is the pid of
+# `timeout` (hosts.sh execs all the way down), whose child is PROG.
+svn_start() {
+  local role=$1 host=$2
+  shift 2
+  svn_need "$1"
+  SVN_LOG[$role]=$SVN_TMP/$role.log
+  svn_log "$role in $host: $*"
+  "$SVN_HOSTS" exec "$host" timeout -k 5 "$SVN_TIMEOUT" \
+    env "${SVN_ENV[@]}" "${SVN_EXTRA_ENV[@]}" "$@" >"${SVN_LOG[$role]}" 2>&1 </dev/null &
+  SVN_PID[$role]=$!
+}
+
+# The program's own pid (child of timeout), empty if it is not running.
+svn_prog_pid() {
+  local t=${SVN_PID[$1]:-} c
+  [[ -n $t ]] || return 0
+  c=$(cat "/proc/$t/task/$t/children" 2>/dev/null || true)
+  echo "${c%% *}"
+}
+
+# Is ROLE's program running?
+svn_running() {
+  local pid=${SVN_PID[$1]:-}
+  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null
+}
+
+# svn_wait ROLE: wait for ROLE to end; sets SVN_RC.
+svn_wait() {
+  SVN_RC=0
+  # (bash's "Killed" job notice goes to the braces' stderr)
+  { wait "${SVN_PID[$1]}" || SVN_RC=$?; } 2>/dev/null
+  SVN_PID[$1]=
+}
+
+# svn_wait_listen ROLE PORT: wait until ROLE's program listens on TCP PORT
+# (looked up in its own network namespace through /proc/PID/net).
+svn_wait_listen() {
+  local role=$1 port=$2 hex waited=0 pid=${SVN_PID[$1]}
+  hex=$(printf '%04X' "$port")
+  while ! awk -v hex="$hex" 'FNR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == hex) { f = 1; exit } }
+                            END { exit !f }' "/proc/$pid/net/tcp" "/proc/$pid/net/tcp6" 2>/dev/null; do
+    if ! svn_running "$role"; then
+      svn_wait "$role"
+      svn_show "$role"
+      svn_status "$role" "$SVN_RC" || true
+      svn_fail "$role exited before listening on port $port"
+    fi
+    if ((waited >= SVN_LISTEN_WAIT * 10)); then
+      svn_show "$role"
+      svn_fail "$role did not listen on port $port within ${SVN_LISTEN_WAIT}s"
+    fi
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+}
+
+# svn_wait_output ROLE REGEX SECS: wait until ROLE printed a line matching
+# REGEX; false if it did not within SECS or ended first.
+svn_wait_output() {
+  local role=$1 re=$2 waited=0
+  while ! grep -Eq "$re" "${SVN_LOG[$role]}"; do
+    svn_running "$role" || { grep -Eq "$re" "${SVN_LOG[$role]}"; return; }
+    ((waited < $3 * 10)) || return 1
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+}
+
+svn_show() { sed "s/^/$1| /" "${SVN_LOG[$1]}"; }
+
+# Explain exit code $2 of ROLE $1; false when it is a failure.
+svn_status() {
+  case $2 in
+    0) return 0 ;;
+    124|137) svn_log "$1 timed out or was killed (status $2)" ;;
+    143) svn_log "$1 was stopped (SIGTERM)" ;;
+    *) svn_log "$1 exited with status $2" ;;
+  esac
+  return 1
+}
+
+svn_sanitizer_report() {
+  grep -Eq 'ERROR: [A-Za-z]*Sanitizer|WARNING: ThreadSanitizer|runtime error:|SUMMARY: [A-Za-z]*Sanitizer' "$1"
+}
+
+# svn_expect ROLE REGEX...: ROLE's output matches every REGEX.
+svn_expect() {
+  local role=$1 re ok=0
+  shift
+  for re in "$@"; do
+    [[ -n $re ]] || continue          # "": the exit status is all that counts
+    if grep -Eq -- "$re" "${SVN_LOG[$role]}"; then
+      grep -E -- "$re" "${SVN_LOG[$role]}" | tail -n 2 | sed "s/^/$role printed: /"
+    else
+      svn_log "$role printed no line matching '$re'"; ok=1
+    fi
+  done
+  return $ok
+}
+
+SVN_PINGPONG='^[0-9]+ bytes in [0-9.]+ seconds'
+
+# svn_pair PORT: server ${SVN_SERVER[@]} in h1, once it listens on TCP PORT
+# the client ${SVN_CLIENT[@]} in h2.  Both must exit 0 and print what
+# SVN_SERVER_EXPECT / SVN_CLIENT_EXPECT ask for (default: the pingpong
+# "bytes in ... seconds" line).
+svn_pair() {
+  local port=$1 src=0 crc=0 ok=1 waited=0
+  ((${#SVN_SERVER_EXPECT[@]})) || SVN_SERVER_EXPECT=("$SVN_PINGPONG")
+  ((${#SVN_CLIENT_EXPECT[@]})) || SVN_CLIENT_EXPECT=("$SVN_PINGPONG")
+  svn_need "${SVN_CLIENT[0]}"
+  svn_start server h1 "${SVN_SERVER[@]}"
+  svn_wait_listen server "$port"
+  svn_start client h2 "${SVN_CLIENT[@]}"
+
+  # Should the server fail, the client has SVN_PEER_GRACE seconds to notice.
+  while svn_running client; do
+    if [[ -n ${SVN_PID[server]} ]] && ! svn_running server; then
+      svn_wait server; src=$SVN_RC
+    fi
+    if [[ -z ${SVN_PID[server]} ]] && ((src != 0)); then
+      if ((waited >= SVN_PEER_GRACE * 10)); then
+        svn_log "server failed; stopping the client ${SVN_PEER_GRACE}s later"
+        kill -TERM "${SVN_PID[client]}" 2>/dev/null || true
+        break
+      fi
+      waited=$((waited + 1))
+    fi
+    sleep 0.1
+  done
+  svn_wait client; crc=$SVN_RC
+
+  if [[ -n ${SVN_PID[server]} ]]; then
+    if ((crc != 0)); then
+      kill -TERM "${SVN_PID[server]}" 2>/dev/null || true
+    else
+      waited=0
+      while svn_running server && ((waited < SVN_PEER_GRACE * 10)); do
+        sleep 0.1
+        waited=$((waited + 1))
+      done
+      if svn_running server; then
+        svn_log "server still running ${SVN_PEER_GRACE}s after the client finished; stopping it"
+        kill -TERM "${SVN_PID[server]}" 2>/dev/null || true
+      fi
+    fi
+    svn_wait server; src=$SVN_RC
+  fi
+
+  svn_show server
+  svn_show client
+  svn_status server "$src" || ok=0
+  svn_status client "$crc" || ok=0
+  if svn_sanitizer_report "${SVN_LOG[server]}"; then svn_log "sanitizer report from the server"; ok=0; fi
+  if svn_sanitizer_report "${SVN_LOG[client]}"; then svn_log "sanitizer report from the client"; ok=0; fi
+  svn_expect server "${SVN_SERVER_EXPECT[@]}" || ok=0
+  svn_expect client "${SVN_CLIENT_EXPECT[@]}" || ok=0
+  ((ok)) || svn_fail "server: ${SVN_SERVER[*]}; client: ${SVN_CLIENT[*]}"
+  svn_log "PASS: server: ${SVN_SERVER[*]}; client: ${SVN_CLIENT[*]}"
+}
+
+# svn_failure_run PORT HOW: a long ibv_rc_pingpong transfer; 1 s after it
+# started, HOW = kill (SIGKILL the server) or link (take h1's link down).  The
+# client must then complete its outstanding work with an error status
+# ("Failed status ...") and exit within SVN_FAIL_WITHIN seconds.
+SVN_FAIL_WITHIN=${SOFTVERBS_TEST_FAIL_WITHIN:-15}
+svn_failure_run() {
+  local port=$1 how=$2 t0 t1 crc sp waited=0 ok=1 st
+  SVN_SERVER=(ibv_rc_pingpong -p "$port" -n 1000000)
+  SVN_CLIENT=(ibv_rc_pingpong -p "$port" -n 1000000 "$SVN_H1")
+  svn_start server h1 "${SVN_SERVER[@]}"
+  svn_wait_listen server "$port"
+  svn_start client h2 "${SVN_CLIENT[@]}"
+  # Both print their addresses once connected, then the transfer runs.
+  if ! svn_wait_output client '^ *remote address' 30 || ! svn_wait_output server '^ *remote address' 30; then
+    svn_show server; svn_show client
+    svn_fail "the transfer did not start"
+  fi
+  sleep 1
+  if ! svn_running client || ! svn_running server; then
+    svn_show server; svn_show client
+    svn_fail "the transfer ended before the failure was injected (1 s after it started)"
+  fi
+  case $how in
+    kill)
+      sp=$(svn_prog_pid server)
+      [[ -n $sp ]] || svn_fail "cannot find the server's pid"
+      svn_log "killing the server (pid $sp in h1) with SIGKILL"
+      kill -KILL "$sp" ;;
+    link)
+      svn_log "taking h1's link down"
+      "$SVN_HOSTS" kill-link h1 ;;
+  esac
+  t0=$(date +%s.%N)
+  while svn_running client && ((waited < SVN_FAIL_WITHIN * 10)); do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  t1=$(date +%s.%N)
+  if svn_running client; then
+    svn_log "the client still runs ${SVN_FAIL_WITHIN}s after the failure; stopping it"
+    ok=0
+    kill -KILL "$(svn_prog_pid client)" 2>/dev/null || true
+  fi
+  svn_wait client; crc=$SVN_RC
+  svn_log "client exited with status $crc $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s after the failure"
+  if [[ $how == link ]]; then
+    # The server loses its peer too (information only: with nothing but
+    # receives outstanding, a QP has nothing to time out).
+    waited=0
+    while svn_running server && ((waited < 50)); do
+      sleep 0.1
+      waited=$((waited + 1))
+    done
+    if svn_running server; then
+      svn_log "note: the server still runs 5 s after the link went down; stopping it"
+      kill -KILL "$(svn_prog_pid server)" 2>/dev/null || true
+    fi
+    "$SVN_HOSTS" link-up h1 || true
+  fi
+  svn_wait server; st=$SVN_RC
+  svn_log "server exited with status $st"
+  svn_show server
+  svn_show client
+  if ((crc == 0)); then
+    svn_log "the client exited 0: it should have failed"; ok=0
+  fi
+  if ((crc == 124 || crc == 137)); then
+    svn_log "the client had to be killed"; ok=0
+  fi
+  svn_expect client '^Failed status .*\([0-9]+\)' || ok=0
+  if ! grep -q 'Failed status transport retry counter exceeded (12)' "${SVN_LOG[client]}"; then
+    svn_log "note: the client's error is not RETRY_EXC_ERR (12)"
+  fi
+  if svn_sanitizer_report "${SVN_LOG[client]}"; then svn_log "sanitizer report from the client"; ok=0; fi
+  ((ok)) || svn_fail "ibv_rc_pingpong after the server's $how"
+  svn_log "PASS: the client failed cleanly after the server's $how"
+}
