@@ -5,6 +5,7 @@
 #   make             build build/lib/libibverbs.so.1 and librdmacm.so.1
 #   make demo        Debian's ibv_rc_pingpong, server and client, over softverbs
 #   make test        all tests: plain, ASan+UBSan (build-asan/), TSan (build-tsan/)
+#   make test-extended  the same plus the long runs (60 s of fuzzing per path)
 #   make test-plain  the tests of build/ only; also test-asan, test-tsan
 #   make bench       benchmarks (bench/run.sh)
 #   make deps        install every Debian package the project uses
@@ -15,7 +16,7 @@ SHELL := /bin/bash
 JOBS ?= 2
 BUILD_DIR := build
 
-.PHONY: all build deps deps-build test test-plain test-asan test-tsan demo bench lint clean help
+.PHONY: all build deps deps-build test test-extended test-plain test-asan test-tsan demo bench lint clean help
 
 all: build
 
@@ -31,6 +32,11 @@ build: deps-build
 
 test: deps
 	JOBS=$(JOBS) bash scripts/test.sh plain asan tsan
+
+# The extended mode: everything in `make test`, plus the long runs (60 s of
+# fuzzing per receive path) that are skipped otherwise.
+test-extended: deps
+	SOFTVERBS_TEST_EXTENDED=1 JOBS=$(JOBS) bash scripts/test.sh plain asan tsan
 
 test-plain: deps
 	JOBS=$(JOBS) bash scripts/test.sh plain
@@ -63,4 +69,4 @@ clean:
 	rm -rf build build-asan build-tsan
 
 help:
-	@sed -n '5,12s/^# \{0,1\}//p' Makefile
+	@sed -n '5,13s/^# \{0,1\}//p' Makefile
