@@ -52,6 +52,7 @@ demo: build
 	bash tools/demo.sh $(BUILD_DIR)
 
 bench: build
+	@bash scripts/deps.sh bench
 	@if [ -f bench/run.sh ]; then \
 	  bash bench/run.sh; \
 	else \

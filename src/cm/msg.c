@@ -143,10 +143,12 @@ void cm_peer_lost(struct cm_id *p, int err)
 		return;
 	case CM_REP_RCVD:
 	case CM_ESTABLISHED:
-		/* The peer process is gone: nothing more will complete, so
-		 * flush the QP to wake up anyone waiting on its CQs. */
+		/* The peer process is gone.  Its QP is not touched here: the
+		 * application may already have destroyed it with ibv_destroy_qp
+		 * (perftest does; rdma-core never modifies a connected QP behind
+		 * the application's back), and the device itself flushes a QP
+		 * whose peer stays unreachable for its retry budget. */
 		cm_timer_clear(p);
-		cm_qp_to_error(p);
 		to_disconnected(p, 0);
 		return;
 	case CM_DISCONNECTING:

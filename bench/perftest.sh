@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# softverbs under Debian's unmodified perftest (LD_LIBRARY_PATH=build/lib),
+# always -d softverbs0, a fresh -p port per run, every process in timeout:
+#   ib_send_lat, ib_write_lat, ib_read_lat   t_typical (the median), us;
+#       send/write report one-way (half the round trip), read the full
+#       round trip of a READ; t_avg is kept too (key TEST_avg), to show tails
+#   ib_send_bw, ib_write_bw, ib_read_bw      BW average [MB/sec = MiB/s];
+#       for 8 and 64 B also MsgRate [Mpps]
+# WHERE is "host" (server and client on 127.0.0.1) or "veth" (server in
+# test host svb-a, client in svb-b connecting to 10.78.0.1, each with its own
+# /dev/shm and /tmp: softverbs sees two hosts and uses its TCP channels).
+# Sourced by run.sh (needs lib.sh).
+# Sourced: its variables are used by the other scripts.
+# shellcheck disable=SC2034
+
+# perftest iteration counts (-n) by size.
+sv_iters() {  # lat|bw SIZE
+  if [[ $1 == lat ]]; then
+    if (($2 >= 65536)); then echo 1000; else echo 3000; fi
+  else
+    case $2 in
+      8|64) echo 50000 ;;
+      4096) echo 20000 ;;
+      65536) echo 5000 ;;
+      *) echo $((536870912 / $2)) ;;
+    esac
+  fi
+}
+
+sv_pt() {  # WHERE TEST SIZE
+  local where=$1 test=$2 size=$3 kind unit key prog n sns="" cns="" addr=127.0.0.1 tmo v rkey=""
+  kind=${test#*_}
+  prog=ib_$test
+  key=sv/$where/$test/$size
+  if [[ $kind == lat ]]; then unit=us tmo=30; else unit=MiB/s tmo=40; fi
+  ((size <= 64)) && [[ $kind == bw ]] && rkey=sv/$where/${test%_bw}_rate/$size
+  if ! command -v "$prog" >/dev/null; then
+    bench_fail "$key" "$unit" "$prog not installed (Debian package perftest)"
+    return
+  fi
+  if [[ ! -e $SV_LIB/libibverbs.so.1 ]]; then
+    bench_fail "$key" "$unit" "$SV_LIB/libibverbs.so.1 not built (run make)"
+    return
+  fi
+  if bench_gave_up "$key"; then
+    bench_fail "$key" "$unit" "skipped: timed out before"
+    [[ -n $rkey ]] && bench_fail "$rkey" Mpps "skipped: timed out before"
+    return
+  fi
+  if [[ $where == veth ]]; then
+    sns=$SVB_NS_A cns=$SVB_NS_B addr=$SVB_ADDR_A
+  fi
+  n=$(sv_iters "$kind" "$size")
+  bench_next_port
+  SRV=(env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -d "$SV_DEV" -p "$PORT" -s "$size" -n "$n" -F)
+  CLI=("${SRV[@]}" "$addr")
+  if ! bench_pair "sv-${where}_${test}_$size" "$sns" "$cns" "$PORT" "$tmo"; then
+    bench_fail "$key" "$unit" "$PAIR_ERR"
+    [[ -n $rkey ]] && bench_fail "$rkey" Mpps "$PAIR_ERR"
+    return
+  fi
+  if [[ $kind == lat ]]; then
+    v=$(pt_lat "$PAIR_OUT" "$size")
+  else
+    v=$(pt_bw "$PAIR_OUT" "$size")
+  fi
+  if [[ -n $v ]]; then bench_rec "$key" "$unit" "$v"; else bench_fail "$key" "$unit" "no result row for $size B"; fi
+  if [[ $kind == lat ]]; then
+    v=$(pt_lat_avg "$PAIR_OUT" "$size")
+    [[ -n $v ]] && bench_rec "sv/$where/${test}_avg/$size" us "$v"
+  fi
+  if [[ -n $rkey ]]; then
+    v=$(pt_rate "$PAIR_OUT" "$size")
+    if [[ -n $v ]]; then bench_rec "$rkey" Mpps "$v"; else bench_fail "$rkey" Mpps "no result row for $size B"; fi
+  fi
+}
+
+# One repetition of every perftest measurement at WHERE.
+fam_sv() {  # WHERE
+  local t s
+  for t in send_lat write_lat read_lat; do
+    for s in $BENCH_LAT_SIZES; do sv_pt "$1" "$t" "$s"; done
+  done
+  for t in send_bw write_bw read_bw; do
+    for s in $BENCH_BW_SIZES; do sv_pt "$1" "$t" "$s"; done
+  done
+}

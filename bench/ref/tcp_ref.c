@@ -1,0 +1,198 @@
+/* Raw TCP between two processes (loopback, or two network namespaces):
+ * the reference for softverbs' TCP channels.
+ *
+ *   tcp_ref server [-b ADDR] -p PORT
+ *   tcp_ref client -a ADDR -p PORT -m lat|bw -s SIZE [-n ITERS]
+ *
+ * The server accepts one connection, reads the client's request (mode, size,
+ * count) and serves it, then exits.  TCP_NODELAY on both ends.
+ *   lat  ping-pong of SIZE-byte messages on non-blocking sockets that both
+ *        sides busy-poll (recv/send with EAGAIN retried at once), ITERS
+ *        rounds (default 20000) after 500 warm-up rounds.  Prints the median
+ *        and mean round trip halved:  lat_us <us>  avg_us <us>
+ *   bw   the client streams ITERS messages of SIZE bytes (default: 1 GiB in
+ *        all) with blocking send(); the server reads them and answers one
+ *        byte when it has everything.  Prints  mib_s <MiB/s>
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common.h"
+
+struct req {
+  uint32_t mode;  /* 1 lat, 2 bw */
+  uint32_t pad;
+  uint64_t size;
+  uint64_t iters;
+};
+
+static void full_io(int fd, void *buf, size_t len, int is_send, int busy)
+{
+  char *p = buf;
+  while (len) {
+    ssize_t n = is_send ? send(fd, p, len, MSG_NOSIGNAL | (busy ? MSG_DONTWAIT : 0))
+                        : recv(fd, p, len, busy ? MSG_DONTWAIT : 0);
+    if (n > 0) {
+      p += n;
+      len -= (size_t)n;
+    } else if (n == 0) {
+      errno = 0;
+      SVB_DIE("peer closed the connection");
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+      continue;  /* busy-poll */
+    } else {
+      SVB_DIE(is_send ? "send" : "recv");
+    }
+  }
+}
+
+static void nodelay(int fd)
+{
+  int one = 1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+    SVB_DIE("TCP_NODELAY");
+}
+
+static void set_nonblock(int fd, int on)
+{
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK))
+    SVB_DIE("fcntl");
+}
+
+static const uint64_t WARM = 500;
+
+static int server(const char *addr, int port)
+{
+  int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+  if (ls < 0)
+    SVB_DIE("socket");
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+  sa.sin_addr.s_addr = addr ? inet_addr(addr) : htonl(INADDR_ANY);
+  if (bind(ls, (struct sockaddr *)&sa, sizeof(sa)) || listen(ls, 1))
+    SVB_DIE("bind/listen on port %d", port);
+  int fd = accept(ls, NULL, NULL);
+  if (fd < 0)
+    SVB_DIE("accept");
+  close(ls);
+  nodelay(fd);
+  struct req rq;
+  full_io(fd, &rq, sizeof(rq), 0, 0);
+  char *buf = malloc(rq.size ? rq.size : 1);
+  if (!buf)
+    SVB_DIE("malloc");
+  memset(buf, 0, rq.size);
+  if (rq.mode == 1) {
+    set_nonblock(fd, 1);
+    for (uint64_t i = 0; i < WARM + rq.iters; i++) {
+      full_io(fd, buf, rq.size, 0, 1);
+      full_io(fd, buf, rq.size, 1, 1);
+    }
+  } else {
+    uint64_t total = rq.size * rq.iters;
+    while (total) {
+      ssize_t n = recv(fd, buf, total < rq.size ? total : rq.size, 0);
+      if (n <= 0)
+        SVB_DIE("recv");
+      total -= (uint64_t)n;
+    }
+    full_io(fd, "k", 1, 1, 0);
+  }
+  /* Wait for the client to close first, so the port is free of TIME_WAIT here. */
+  set_nonblock(fd, 0);
+  char c;
+  while (recv(fd, &c, 1, 0) > 0)
+    ;
+  close(fd);
+  return 0;
+}
+
+static int client(const char *addr, int port, int mode, size_t size, uint64_t iters)
+{
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    SVB_DIE("socket");
+  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+  sa.sin_addr.s_addr = inet_addr(addr);
+  if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+    SVB_DIE("connect to %s:%d", addr, port);
+  nodelay(fd);
+  struct req rq = { .mode = (uint32_t)mode, .size = size, .iters = iters };
+  full_io(fd, &rq, sizeof(rq), 1, 0);
+  char *buf = malloc(size);
+  if (!buf)
+    SVB_DIE("malloc");
+  memset(buf, 0x5a, size);
+  if (mode == 1) {
+    uint64_t *rtt = malloc(iters * sizeof(*rtt)), sum = 0;
+    if (!rtt)
+      SVB_DIE("malloc");
+    set_nonblock(fd, 1);
+    for (uint64_t i = 0; i < WARM + iters; i++) {
+      uint64_t t0 = svb_now_ns();
+      full_io(fd, buf, size, 1, 1);
+      full_io(fd, buf, size, 0, 1);
+      uint64_t dt = svb_now_ns() - t0;
+      if (i >= WARM) {
+        rtt[i - WARM] = dt;
+        sum += dt;
+      }
+    }
+    printf("size %zu\n", size);
+    printf("lat_us %.3f\n", svb_median_u64(rtt, iters) / 2e3);
+    printf("avg_us %.3f\n", (double)sum / (double)iters / 2e3);
+  } else {
+    uint64_t t0 = svb_now_ns();
+    for (uint64_t i = 0; i < iters; i++)
+      full_io(fd, buf, size, 1, 0);
+    char c;
+    full_io(fd, &c, 1, 0, 0);
+    uint64_t dt = svb_now_ns() - t0;
+    printf("size %zu\n", size);
+    printf("mib_s %.1f\n", (double)size * (double)iters / SVB_MIB / (dt / 1e9));
+  }
+  close(fd);
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2) {
+  usage:
+    fprintf(stderr, "usage: %s server [-b ADDR] -p PORT\n"
+                    "       %s client -a ADDR -p PORT -m lat|bw -s SIZE [-n ITERS]\n",
+            argv[0], argv[0]);
+    return 2;
+  }
+  const char *role = argv[1], *addr = NULL;
+  int port = 0, mode = 0, opt;
+  size_t size = 8;
+  uint64_t iters = 0;
+  optind = 2;
+  while ((opt = getopt(argc, argv, "a:b:p:m:s:n:")) != -1) {
+    switch (opt) {
+    case 'a': case 'b': addr = optarg; break;
+    case 'p': port = atoi(optarg); break;
+    case 'm': mode = !strcmp(optarg, "lat") ? 1 : !strcmp(optarg, "bw") ? 2 : -1; break;
+    case 's': size = svb_parse_size(optarg); break;
+    case 'n': iters = strtoull(optarg, NULL, 0); break;
+    default: goto usage;
+    }
+  }
+  if (port <= 0)
+    goto usage;
+  if (!strcmp(role, "server"))
+    return server(addr, port);
+  if (strcmp(role, "client") || !addr || mode <= 0 || size == 0)
+    goto usage;
+  if (!iters)
+    iters = mode == 1 ? 20000 : ((1ull << 30) / size ? (1ull << 30) / size : 1);
+  return client(addr, port, mode, size, iters);
+}

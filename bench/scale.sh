@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Scale and idle cost, once per run (not repeated):
+#   qp_scale -n 1000      1,000 connected RC QPs in each of two processes,
+#                         one SEND per QP each way: RSS / PSS per QP (KiB),
+#                         fds and threads of the process, connect time
+#   qp_scale -n 100 -i 10 100 connected QPs and nothing to do for 10 s: CPU
+#                         of the busier process (utime+stime from
+#                         /proc/<pid>/stat, all threads, or its
+#                         CLOCK_PROCESS_CPUTIME_ID if that says more),
+#                         % of one core
+#   cmtime -c 1000        rdmacm-utils over our librdmacm.so.1: connection
+#                         setup per connection (us) and total (ms)
+# Sourced by run.sh (needs lib.sh).
+# Sourced: its variables are used by the other scripts.
+# shellcheck disable=SC2034
+
+BENCH_SCALE_QPS=${BENCH_SCALE_QPS:-1000}
+BENCH_IDLE_QPS=${BENCH_IDLE_QPS:-100}
+BENCH_IDLE_SECONDS=${BENCH_IDLE_SECONDS:-10}
+
+scale_qp() {
+  local n=$BENCH_SCALE_QPS f k v unit val
+  local prog=$BENCH_BIN/qp_scale
+  if [[ ! -x $prog ]]; then
+    bench_fail "scale/host/rss_per_qp/$n" KiB "$prog not built (run make)"
+    return
+  fi
+  if bench_one "scale_qp_$n" 120 env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -n "$n" -d "$SV_DEV"; then
+    for f in rss_kib_per_qp:rss_per_qp:KiB pss_kib_per_qp:pss_per_qp:KiB fds:fds:count \
+             threads:threads:count connect_ms:connect_ms:ms send_ms:send_ms:ms; do
+      IFS=: read -r k v unit <<<"$f"
+      val=$(bench_get "$PAIR_OUT" "p_$k")
+      if [[ -n $val ]]; then bench_rec "scale/host/$v/$n" "$unit" "$val"
+      else bench_fail "scale/host/$v/$n" "$unit" "no p_$k in the output"; fi
+    done
+  else
+    bench_fail "scale/host/rss_per_qp/$n" KiB "$PAIR_ERR"
+  fi
+}
+
+scale_idle() {
+  local n=$BENCH_IDLE_QPS s=$BENCH_IDLE_SECONDS p c
+  local prog=$BENCH_BIN/qp_scale
+  if [[ ! -x $prog ]]; then
+    bench_fail "idle/host/cpu_pct/$n" % "$prog not built (run make)"
+    return
+  fi
+  if bench_one "idle_$n" $((s + 60)) env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -n "$n" -i "$s" -d "$SV_DEV"; then
+    # The busier of the two processes, by the larger of its two readings:
+    # /proc/<pid>/stat (utime+stime, tick-split) and CLOCK_PROCESS_CPUTIME_ID.
+    p=$(awk '$1 ~ /^[pc]_idle_cpu_pct/ { if ($2 > m) m = $2; f = 1 } END { if (f) print m + 0 }' "$PAIR_OUT")
+    if [[ -n $p ]]; then
+      bench_rec "idle/host/cpu_pct/$n" % "$p"
+    else
+      bench_fail "idle/host/cpu_pct/$n" % "no idle_cpu_pct in the output"
+    fi
+  else
+    bench_fail "idle/host/cpu_pct/$n" % "$PAIR_ERR"
+  fi
+}
+
+scale_cmtime() {
+  local n=$BENCH_SCALE_QPS v
+  if ! command -v cmtime >/dev/null; then
+    bench_fail "cmtime/host/connect_us/$n" us "cmtime not installed (Debian package rdmacm-utils)"
+    return
+  fi
+  if [[ ! -e $SV_LIB/librdmacm.so.1 ]]; then
+    bench_fail "cmtime/host/connect_us/$n" us "$SV_LIB/librdmacm.so.1 not built"
+    return
+  fi
+  bench_next_port
+  # The server of rdma-core 44's cmtime does not exit by itself: bench_pair
+  # stops it once the client is done.
+  SRV=(env "LD_LIBRARY_PATH=$SV_LIB" cmtime -b 127.0.0.1 -p "$PORT" -c "$n")
+  CLI=(env "LD_LIBRARY_PATH=$SV_LIB" cmtime -s 127.0.0.1 -p "$PORT" -c "$n")
+  if ! bench_pair "cmtime_$n" "" "" "$PORT" 90; then
+    bench_fail "cmtime/host/connect_us/$n" us "$PAIR_ERR"
+    return
+  fi
+  # rdma-core 44: "connect      :   total ms   max ms   min us   us / conn";
+  # newer ones: "cm connect   avg/conn  total(us)  us/conn  sum(us) ...".
+  v=$(awk '/^connect[[:space:]]*:/ { print $NF; exit }
+           /^cm connect/ { print $5; exit }' "$PAIR_OUT")
+  if [[ -n $v ]]; then bench_rec "cmtime/host/connect_us/$n" us "$v"
+  else bench_fail "cmtime/host/connect_us/$n" us "no connect row: $(bench_why "$PAIR_OUT")"; fi
+  v=$(awk '/^connect[[:space:]]*:/ { print $3; exit }
+           /^cm connect/ { print $4 / 1000; exit }' "$PAIR_OUT")
+  [[ -n $v ]] && bench_rec "cmtime/host/connect_total_ms/$n" ms "$v"
+}
+
+fam_scale() {
+  scale_qp
+  scale_idle
+  scale_cmtime
+}
