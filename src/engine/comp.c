@@ -249,6 +249,9 @@ static void ack_timeout(struct sv_qp *qp, uint64_t now)
 	qp->ack_deadline = 0;
 	if (qp->sq.head == qp->sq.tail)
 		return;
+	sv_info("qp %u: ack timeout (retry %u of %u), head %u next %u tail %u link %d",
+		qp->ibqp.qp_base.qp_num, qp->retries + 1, qp->attr.retry_cnt, qp->sq.head,
+		qp->sq.next, qp->sq.tail, qp->link);
 	if (++qp->retries > qp->attr.retry_cnt) {
 		sv_comp_fail(qp, sv_sq_at(&qp->sq, qp->sq.head), IBV_WC_RETRY_EXC_ERR);
 		return;

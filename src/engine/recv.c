@@ -22,7 +22,7 @@
 
 #define SV_RBUF_LEN     (256 * 1024)
 #define SV_DIRECT_MIN   (64 * 1024)   /* payloads this large skip the staging buffer */
-#define SV_RX_BUDGET    64            /* frames per wake-up, for fairness */
+#define SV_RX_READS     16            /* reads from the channel per wake-up, for fairness */
 
 static void conn_lost(struct sv_conn *c);
 static void dgram_drain(struct sv_node *node, int fd, uint8_t *buf);
@@ -90,6 +90,11 @@ static bool rbuf_fill(struct sv_conn *c, size_t want)
 	size_t room;
 	ssize_t r;
 
+	/* Fairness limits reads, never frames already staged: those would
+	 * sit unseen, as the socket they came from reports nothing more. */
+	if (!c->rx_reads_left)
+		return false;
+	c->rx_reads_left--;
 	if (c->rb_start == c->rb_end)
 		c->rb_start = c->rb_end = 0;
 	if (c->rb_end == SV_RBUF_LEN) {
@@ -143,6 +148,9 @@ static bool rx_direct(struct sv_conn *c)
 		want -= k;
 		n++;
 	}
+	if (!c->rx_reads_left)
+		return false;
+	c->rx_reads_left--;
 	r = sv_conn_readv(c, iov, n);
 	if (r <= 0)
 		return false;
@@ -247,7 +255,8 @@ static bool resp_room(struct sv_conn *c)
 
 static void rx_process(struct sv_conn *c)
 {
-	for (int budget = SV_RX_BUDGET; budget > 0 && !c->dead && !c->paused; budget--) {
+	c->rx_reads_left = SV_RX_READS;
+	while (!c->dead && !c->paused) {
 		if (c->rx_state == SV_RX_HDR) {
 			const struct sv_opinfo *oi;
 
@@ -483,6 +492,7 @@ static void attach_inbound(struct sv_conn *c)
 	struct sv_qp *qp;
 	struct sv_wire_hdr *h = &c->rx_hdr;
 
+	c->rx_reads_left = SV_RX_READS;
 	if (!rx_header(c)) {
 		if (c->dead)
 			sv_conn_close(c);

@@ -87,6 +87,7 @@ struct sv_conn {
 	struct sv_place place;
 	uint8_t *rbuf;               /* staging buffer for small frames */
 	size_t rb_start, rb_end;
+	int rx_reads_left;           /* fairness budget of the current wake-up */
 
 	/* transmit: requester frame (outbound) or response queue (inbound) */
 	struct sv_txframe req;
