@@ -238,7 +238,10 @@ void sv_comp_link_lost(struct sv_qp *qp)
 	if (qp->attr.qp_state == IBV_QPS_ERR || qp->attr.qp_state == IBV_QPS_RESET)
 		return;
 	sv_info("qp %u: link to peer lost", qp->ibqp.qp_base.qp_num);
-	arm_gone_deadline(qp);
+	/* Only a peer we were connected to can be gone; one not ready yet
+	 * (HELLO_NAK: its QP is still in RESET) is retried until it is. */
+	if (qp->link == SV_LINK_UP)
+		arm_gone_deadline(qp);
 	if (qp->ibqp.qp_base.qp_type == IBV_QPT_RC)
 		sv_req_rewind(qp, qp->sq.head);   /* UC: what was sent is done */
 	sv_req_link_failed(qp);

@@ -25,6 +25,7 @@
 #define SV_RX_READS     16            /* reads from the channel per wake-up, for fairness */
 
 static void conn_lost(struct sv_conn *c);
+static void rx_frames(struct sv_conn *c);
 static void dgram_drain(struct sv_node *node, int fd, uint8_t *buf);
 
 /* ---- payload placement ---- */
@@ -253,9 +254,31 @@ static bool resp_room(struct sv_conn *c)
 	return c->outbound || SV_RESPQ_LEN - (c->resp_tail - c->resp_head) >= 2;
 }
 
+/* Process frames until the channel has nothing more this wake-up, it is
+ * paused (no room for responses) or dead.  Responses are written once per
+ * batch (ACKs coalesce), then the batch's receive completions appear. */
 static void rx_process(struct sv_conn *c)
 {
+	struct sv_qp *qp = c->qp;
+
 	c->rx_reads_left = SV_RX_READS;
+	for (;;) {
+		bool was_paused;
+
+		rx_frames(c);
+		if (c->outbound || c->closed)
+			return;
+		was_paused = c->paused;
+		sv_resp_batch_end(qp, c);
+		/* The flush may have made room and resumed the channel: frames
+		 * already staged would not be announced again. */
+		if (!was_paused || c->paused || c->dead || c->closed)
+			return;
+	}
+}
+
+static void rx_frames(struct sv_conn *c)
+{
 	while (!c->dead && !c->paused) {
 		if (c->rx_state == SV_RX_HDR) {
 			const struct sv_opinfo *oi;
@@ -578,9 +601,13 @@ void sv_engine_on_conn(struct sv_handler *h, uint32_t events)
 		if (gone)
 			c->dead = true;
 	} else {
+		bool was_paused = c->paused;
+
 		if (!c->dead && (events & EPOLLOUT))
 			sv_xmit_flush(c);
-		if (!c->dead && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		/* a flush that resumed a paused channel: its staged frames wait */
+		if (!c->dead && !c->closed &&
+		    ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || (was_paused && !c->paused)))
 			rx_process(c);
 	}
 	if (c->dead)

@@ -504,6 +504,12 @@ void sv_engine_qp_ready(struct sv_qp *qp)
 
 void sv_engine_qp_teardown(struct sv_qp *qp)
 {
+	/* receives already done in the current batch complete before any flush */
+	if (qp->in) {
+		for (int i = 0; i < qp->in->ndone; i++)
+			sv_cq_push(qp->rcq, &qp->in->done[i], qp->in->done_solicited[i]);
+		qp->in->ndone = 0;
+	}
 	if (qp->out)
 		sv_conn_close(qp->out);
 	if (qp->in)

@@ -216,7 +216,18 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 	}
 }
 
-static void complete_recv(struct sv_qp *qp, const struct sv_wire_hdr *h)
+/* Acknowledgements first, then the receive completions they cover: an
+ * application that exits right after polling its last receive must not
+ * leave the sender without its ACK (a NIC acknowledges on arrival). */
+void sv_resp_batch_end(struct sv_qp *qp, struct sv_conn *c)
+{
+	sv_xmit_flush(c);
+	for (int i = 0; i < c->ndone; i++)
+		sv_cq_push(qp->rcq, &c->done[i], c->done_solicited[i]);
+	c->ndone = 0;
+}
+
+static void complete_recv(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
 	struct ibv_wc wc = {
 		.wr_id = qp->rctx.wqe.w.wr_id,
@@ -235,21 +246,21 @@ static void complete_recv(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	}
 	if (qp->attr.ah_attr.is_global)
 		wc.wc_flags |= IBV_WC_GRH;
-	sv_cq_push(qp->rcq, &wc, h->flags & SV_WF_SOLICITED);
+	if (c->ndone == (int)(sizeof(c->done) / sizeof(c->done[0])))
+		sv_resp_batch_end(qp, c);
+	c->done[c->ndone] = wc;
+	c->done_solicited[c->ndone++] = h->flags & SV_WF_SOLICITED;
 }
 
 void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 {
 	const struct sv_wire_hdr *h = &c->rx_hdr;
 
-	/* The answer goes out before the receive completes, as a NIC acks on
-	 * arrival: an application that exits right after polling its last
-	 * receive must not leave the sender without its ACK. */
 	if (qp->rctx.nak) {
 		sv_xmit_nak(c, qp, h->psn, qp->rctx.nak, 0);
-		sv_xmit_flush(c);
 		if (qp->rctx.have_wqe)
-			complete_recv(qp, h);
+			complete_recv(qp, c, h);
+		sv_resp_batch_end(qp, c);      /* before the channel goes down */
 		sv_info("qp %u: responder error, NAK %u", qp->ibqp.qp_base.qp_num, qp->rctx.nak);
 		sv_qp_to_error(qp);
 		return;
@@ -259,9 +270,8 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 	if (qp->rctx.ack && !(sv_opinfo[h->opcode].flags & (SV_OPF_ATOMIC)) &&
 	    h->opcode != SV_OP_READ_REQ)
 		sv_xmit_ack(c, qp, h->psn);
-	sv_xmit_flush(c);
 	if (qp->rctx.have_wqe)
-		complete_recv(qp, h);
+		complete_recv(qp, c, h);
 }
 
 /* ---- UD: a whole datagram at once ---- */

@@ -94,6 +94,12 @@ struct sv_conn {
 	struct sv_txframe resp[SV_RESPQ_LEN];
 	uint32_t resp_head, resp_tail;
 	struct sv_txframe ctrl;      /* HELLO / HELLO_ACK */
+
+	/* responder: receive completions of the current batch, pushed only
+	 * after the batch's acknowledgements are on their way */
+	struct ibv_wc done[16];
+	bool done_solicited[16];
+	int ndone;
 };
 
 /* tcp/conn.c */
