@@ -22,19 +22,9 @@ static int accept_locked(struct cm_id *p, struct rdma_conn_param *param)
 
 	if (p->state != CM_REQ_RCVD)
 		return EINVAL;
-	if (param && param->private_data_len && !param->private_data)
-		return EINVAL;
-	if (param && param->private_data_len > max)
-		return EINVAL;
-	if (p->id.qp) {
-		qpn = p->id.qp->qp_num;
-		p->srq = p->id.qp->srq != NULL;
-	} else if (param) {
-		qpn = param->qp_num;
-		p->srq = param->srq != 0;
-	} else {
-		return EINVAL;
-	}
+	err = cm_conn_param_qpn(p, param, max, false, &qpn);
+	if (err)
+		return err;
 	if (param && !ud) {
 		err = cm_apply_rd_atomic(p, param);
 		if (err)
@@ -239,5 +229,5 @@ void cm_handle_ud_rep(struct cm_id *p, const struct cmw_rep *rep)
 		}
 	}
 	if (e)
-		cm_event_queue(e, cm_container_of(p->id.channel, struct cm_channel, ch));
+		cm_event_queue(e, sv_container_of(p->id.channel, struct cm_channel, ch));
 }

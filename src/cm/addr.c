@@ -106,13 +106,13 @@ void cm_id_attach_device(struct cm_id *p, struct cm_device *dev)
  * SO_REUSEADDR sockets bind one port while neither listens; rdma_cm does not. */
 static bool port_taken(struct cm_id *self, const struct sockaddr *sa)
 {
-	struct cm_list *pos, *tmp;
+	struct sv_list *pos, *tmp;
 	uint16_t port = cm_sa_port(sa);
 
 	if (!port)
 		return false;
-	cm_list_for_each_safe(pos, tmp, &cm.ids) {
-		struct cm_id *p = cm_container_of(pos, struct cm_id, node);
+	sv_list_for_each_safe(pos, tmp, &cm.ids) {
+		struct cm_id *p = sv_container_of(pos, struct cm_id, node);
 		const struct sockaddr *o = &p->id.route.addr.src_addr;
 
 		if (p == self || p->sock < 0 || p->listen_serial)

@@ -28,33 +28,10 @@
 #include <rdma/rdma_cma.h>
 
 #include "cm/wire.h"
+#include "util/list.h"
 
 #define CM_EXPORT __attribute__((visibility("default")))
 
-/* ---- intrusive list ---------------------------------------------------- */
-struct cm_list {
-	struct cm_list *next, *prev;
-};
-#define CM_LIST_INIT(l) { &(l), &(l) }
-static inline void cm_list_init(struct cm_list *l) { l->next = l->prev = l; }
-static inline bool cm_list_empty(const struct cm_list *l) { return l->next == l; }
-static inline void cm_list_add_tail(struct cm_list *l, struct cm_list *n)
-{
-	n->prev = l->prev;
-	n->next = l;
-	l->prev->next = n;
-	l->prev = n;
-}
-static inline void cm_list_del(struct cm_list *n)
-{
-	n->prev->next = n->next;
-	n->next->prev = n->prev;
-	n->next = n->prev = n;
-}
-#define cm_container_of(p, type, member) \
-	((type *)((char *)(p) - offsetof(type, member)))
-#define cm_list_for_each_safe(pos, tmp, head) \
-	for (pos = (head)->next, tmp = pos->next; pos != (head); pos = tmp, tmp = pos->next)
 
 /* ---- devices ------------------------------------------------------------ */
 struct cm_device {
@@ -88,7 +65,7 @@ struct cm_channel {
 	struct rdma_event_channel ch;  /* public part: ch.fd is an eventfd */
 	pthread_mutex_t lock;          /* guards queue, readers, closing */
 	pthread_cond_t cond;           /* readers left */
-	struct cm_list queue;          /* struct cm_event, oldest first */
+	struct sv_list queue;          /* struct cm_event, oldest first */
 	bool sync_private;             /* owned by one synchronous id */
 	int readers;                   /* threads inside rdma_get_cm_event */
 	bool closing;                  /* rdma_destroy_event_channel under way */
@@ -98,7 +75,7 @@ struct cm_id;
 
 struct cm_event {
 	struct rdma_cm_event ev;       /* public part, must stay first */
-	struct cm_list node;           /* in channel queue while unretrieved */
+	struct sv_list node;           /* in channel queue while unretrieved */
 	struct cm_id *owner;           /* whose outstanding count it holds */
 	uint8_t pdata[CMW_PDATA_MAX];
 };
@@ -133,7 +110,7 @@ enum cm_timer {
 };
 
 struct cm_mcast {
-	struct cm_list node;           /* in cm_id.mcasts */
+	struct sv_list node;           /* in cm_id.mcasts */
 	struct sockaddr_storage addr;
 	void *context;
 	union ibv_gid mgid;
@@ -145,7 +122,7 @@ struct cm_mcast {
 struct cm_id {
 	struct rdma_cm_id id;          /* public part, must stay first */
 	/* All fields below: [G] guarded by cm.lock. */
-	struct cm_list node;           /* in cm.ids */
+	struct sv_list node;           /* in cm.ids */
 	uint64_t serial;               /* handle used in epoll data */
 	enum cm_state state;
 	bool sync;                     /* created with NULL channel */
@@ -196,19 +173,19 @@ struct cm_id {
 	struct ibv_pd *ep_pd;
 
 	struct ibv_sa_path_rec path;   /* route.path_rec points here */
-	struct cm_list mcasts;         /* struct cm_mcast */
+	struct sv_list mcasts;         /* struct cm_mcast */
 	bool own_cqs;                  /* send/recv CQs made by rdma_create_qp */
 };
 
 static inline struct cm_id *cm_id_of(struct rdma_cm_id *id)
 {
-	return cm_container_of(id, struct cm_id, id);
+	return sv_container_of(id, struct cm_id, id);
 }
 
 /* ---- process-wide state (core.c) ---------------------------------------- */
 struct cm_global {
 	pthread_mutex_t lock;          /* "cm.lock", see top of file */
-	struct cm_list ids;            /* [G] every struct cm_id alive */
+	struct sv_list ids;            /* [G] every struct cm_id alive */
 	uint64_t next_serial;          /* [G] */
 	int epfd;                      /* [G] progress thread's epoll */
 	int wakefd;                    /* eventfd: wake progress thread */
@@ -308,6 +285,8 @@ int cm_qp_attr(struct cm_id *p, struct ibv_qp_attr *attr, int *mask); /* [G] */
 int cm_qp_modify(struct cm_id *p, struct ibv_qp *qp, enum ibv_qp_state s); /* [G] */
 void cm_qp_to_error(struct cm_id *p);                    /* [G] */
 uint32_t cm_random_psn(void);
+int cm_conn_param_qpn(struct cm_id *p, const struct rdma_conn_param *param, size_t max,
+		      bool none_ok, uint32_t *qpn);
 
 /* ---- multicast (mcast.c) -------------------------------------------------- */
 void cm_mcast_leave_all(struct cm_id *p);                /* [G] */

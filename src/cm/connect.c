@@ -88,7 +88,7 @@ void cm_tcp_connected(struct cm_id *p, int err)
 		cm_qp_to_error(p);
 		cm_id_set_state(p, CM_DISCONNECTED);
 		if (e)
-			cm_event_queue(e, cm_container_of(p->id.channel, struct cm_channel, ch));
+			cm_event_queue(e, sv_container_of(p->id.channel, struct cm_channel, ch));
 		return;
 	}
 	p->tcp_pending = false;
@@ -132,21 +132,9 @@ static int connect_locked(struct cm_id *p, struct rdma_conn_param *param)
 
 	if (p->state != CM_ROUTE_RESOLVED || !p->dev)
 		return EINVAL;
-	if (param && param->private_data_len && !param->private_data)
-		return EINVAL;
-	if (param && param->private_data_len > max)
-		return EINVAL;
-	if (p->id.qp) {
-		qpn = p->id.qp->qp_num;
-		p->srq = p->id.qp->srq != NULL;
-	} else if (param) {
-		qpn = param->qp_num;
-		p->srq = param->srq != 0;
-	} else if (ud) {
-		qpn = 0;
-	} else {
-		return EINVAL;
-	}
+	err = cm_conn_param_qpn(p, param, max, ud, &qpn);
+	if (err)
+		return err;
 	if (param) {
 		err = cm_apply_rd_atomic(p, param);
 		if (err)
@@ -261,7 +249,7 @@ void cm_handle_rep(struct cm_id *p, const struct cmw_rep *rep)
 			   rep->conn.pdata_len > CMW_REP_PDATA_RC ? CMW_REP_PDATA_RC : rep->conn.pdata_len,
 			   CMW_REP_PDATA_RC);
 	fill_conn_param(p, &e->ev.param.conn, &rep->conn);
-	cm_event_queue(e, cm_container_of(p->id.channel, struct cm_channel, ch));
+	cm_event_queue(e, sv_container_of(p->id.channel, struct cm_channel, ch));
 }
 
 CM_EXPORT int rdma_establish(struct rdma_cm_id *id)
@@ -300,7 +288,7 @@ CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		id->event = NULL;
 	}
 	cm_lock();
-	ch = cm_container_of(id->channel, struct cm_channel, ch);
+	ch = sv_container_of(id->channel, struct cm_channel, ch);
 	switch (p->state) {
 	case CM_ESTABLISHED:
 	case CM_REP_SENT:

@@ -24,7 +24,7 @@
 
 struct cm_global cm = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.ids = CM_LIST_INIT(cm.ids),
+	.ids = SV_LIST_INIT(cm.ids),
 	.next_serial = 1,
 	.epfd = -1,
 	.wakefd = -1,
@@ -78,10 +78,10 @@ static uint32_t env_ms(const char *name, uint32_t def)
 
 struct cm_id *cm_id_lookup(uint64_t serial)
 {
-	struct cm_list *pos, *tmp;
+	struct sv_list *pos, *tmp;
 
-	cm_list_for_each_safe(pos, tmp, &cm.ids) {
-		struct cm_id *p = cm_container_of(pos, struct cm_id, node);
+	sv_list_for_each_safe(pos, tmp, &cm.ids) {
+		struct cm_id *p = sv_container_of(pos, struct cm_id, node);
 
 		if (p->serial == serial)
 			return p;
@@ -132,12 +132,12 @@ void cm_device_watch(struct cm_device *dev)
 /* The device went away: every id bound to it gets DEVICE_REMOVAL. */
 static void device_event(int idx)
 {
-	struct cm_list *pos, *tmp;
+	struct sv_list *pos, *tmp;
 
 	if (!cm_device_monitor_fatal(idx))
 		return;
-	cm_list_for_each_safe(pos, tmp, &cm.ids) {
-		struct cm_id *p = cm_container_of(pos, struct cm_id, node);
+	sv_list_for_each_safe(pos, tmp, &cm.ids) {
+		struct cm_id *p = sv_container_of(pos, struct cm_id, node);
 
 		if (p->dev && cm_device_index(p->dev) == idx &&
 		    p->state != CM_REQ_WAIT && p->state != CM_DESTROYING)
@@ -170,11 +170,11 @@ void cm_timer_clear(struct cm_id *p)
 
 static int next_timeout_locked(void)
 {
-	struct cm_list *pos, *tmp;
+	struct sv_list *pos, *tmp;
 	uint64_t now = cm_now_ms(), best = UINT64_MAX;
 
-	cm_list_for_each_safe(pos, tmp, &cm.ids) {
-		struct cm_id *p = cm_container_of(pos, struct cm_id, node);
+	sv_list_for_each_safe(pos, tmp, &cm.ids) {
+		struct cm_id *p = sv_container_of(pos, struct cm_id, node);
 
 		if (p->timer != CM_TIMER_NONE && p->deadline_ms < best)
 			best = p->deadline_ms;
@@ -188,7 +188,7 @@ static int next_timeout_locked(void)
 
 static void run_timers_locked(void)
 {
-	struct cm_list *pos, *tmp;
+	struct sv_list *pos, *tmp;
 	uint64_t now = cm_now_ms();
 	bool again = true;
 
@@ -196,8 +196,8 @@ static void run_timers_locked(void)
 	 * after every fired timer. */
 	while (again) {
 		again = false;
-		cm_list_for_each_safe(pos, tmp, &cm.ids) {
-			struct cm_id *p = cm_container_of(pos, struct cm_id, node);
+		sv_list_for_each_safe(pos, tmp, &cm.ids) {
+			struct cm_id *p = sv_container_of(pos, struct cm_id, node);
 
 			if (p->timer == CM_TIMER_NONE || p->deadline_ms > now)
 				continue;
@@ -292,7 +292,7 @@ static void atfork_prepare(void) { pthread_mutex_lock(&cm.lock); }
 static void atfork_parent(void) { pthread_mutex_unlock(&cm.lock); }
 static void atfork_child(void)
 {
-	struct cm_list *pos, *tmp;
+	struct sv_list *pos, *tmp;
 
 	if (cm.epfd >= 0)
 		close(cm.epfd);
@@ -300,8 +300,8 @@ static void atfork_child(void)
 		close(cm.wakefd);
 	cm.epfd = cm.wakefd = -1;
 	cm.thread_running = false;
-	cm_list_for_each_safe(pos, tmp, &cm.ids) {
-		struct cm_id *p = cm_container_of(pos, struct cm_id, node);
+	sv_list_for_each_safe(pos, tmp, &cm.ids) {
+		struct cm_id *p = sv_container_of(pos, struct cm_id, node);
 
 		if (p->sock >= 0)
 			close(p->sock);

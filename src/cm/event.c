@@ -34,14 +34,14 @@ struct cm_channel *cm_channel_new(bool sync_private)
 	}
 	pthread_mutex_init(&ch->lock, NULL);
 	pthread_cond_init(&ch->cond, NULL);
-	cm_list_init(&ch->queue);
+	sv_list_init(&ch->queue);
 	ch->sync_private = sync_private;
 	return ch;
 }
 
 void cm_channel_free(struct cm_channel *ch)
 {
-	struct cm_list *pos, *tmp;
+	struct sv_list *pos, *tmp;
 
 	if (!ch)
 		return;
@@ -56,9 +56,9 @@ void cm_channel_free(struct cm_channel *ch)
 		return;
 	}
 	pthread_mutex_unlock(&ch->lock);
-	cm_list_for_each_safe(pos, tmp, &ch->queue) {
-		cm_list_del(pos);
-		free(cm_container_of(pos, struct cm_event, node));
+	sv_list_for_each_safe(pos, tmp, &ch->queue) {
+		sv_list_del(pos);
+		free(sv_container_of(pos, struct cm_event, node));
 	}
 	close(ch->ch.fd);
 	pthread_mutex_destroy(&ch->lock);
@@ -84,7 +84,7 @@ CM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	if (channel)
-		cm_channel_free(cm_container_of(channel, struct cm_channel, ch));
+		cm_channel_free(sv_container_of(channel, struct cm_channel, ch));
 }
 
 struct cm_event *cm_event_alloc(struct cm_id *p, enum rdma_cm_event_type type,
@@ -98,7 +98,7 @@ struct cm_event *cm_event_alloc(struct cm_id *p, enum rdma_cm_event_type type,
 	e->ev.event = type;
 	e->ev.status = status;
 	e->owner = p;
-	cm_list_init(&e->node);
+	sv_list_init(&e->node);
 	return e;
 }
 
@@ -130,7 +130,7 @@ void cm_event_queue(struct cm_event *e, struct cm_channel *ch)
 	CM_TRACE("id %llu: event %s status %d", (unsigned long long)cm_id_of(e->ev.id)->serial,
 		 rdma_event_str(e->ev.event), e->ev.status);
 	pthread_mutex_lock(&ch->lock);
-	cm_list_add_tail(&ch->queue, &e->node);
+	sv_list_add_tail(&ch->queue, &e->node);
 	pthread_mutex_unlock(&ch->lock);
 	r = write(ch->ch.fd, &one, sizeof(one));
 	(void)r;
@@ -138,7 +138,7 @@ void cm_event_queue(struct cm_event *e, struct cm_channel *ch)
 
 static struct cm_channel *chan_of(struct cm_id *p)
 {
-	return cm_container_of(p->id.channel, struct cm_channel, ch);
+	return sv_container_of(p->id.channel, struct cm_channel, ch);
 }
 
 void cm_event_post(struct cm_id *p, enum rdma_cm_event_type type, int status)
@@ -156,15 +156,15 @@ static bool event_is_about(struct cm_event *e, struct cm_id *p)
 
 void cm_channel_purge_id(struct cm_channel *ch, struct cm_id *p)
 {
-	struct cm_list *pos, *tmp;
+	struct sv_list *pos, *tmp;
 
 	pthread_mutex_lock(&ch->lock);
-	cm_list_for_each_safe(pos, tmp, &ch->queue) {
-		struct cm_event *e = cm_container_of(pos, struct cm_event, node);
+	sv_list_for_each_safe(pos, tmp, &ch->queue) {
+		struct cm_event *e = sv_container_of(pos, struct cm_event, node);
 
 		if (!event_is_about(e, p))
 			continue;
-		cm_list_del(pos);
+		sv_list_del(pos);
 		e->owner->outstanding--;
 		pthread_cond_broadcast(&e->owner->cond);
 		free(e);
@@ -175,26 +175,26 @@ void cm_channel_purge_id(struct cm_channel *ch, struct cm_id *p)
 void cm_channel_move_id(struct cm_channel *from, struct cm_channel *to,
 			struct cm_id *p)
 {
-	struct cm_list moved, *pos, *tmp;
+	struct sv_list moved, *pos, *tmp;
 	uint64_t one = 1;
 	ssize_t r;
 
-	cm_list_init(&moved);
+	sv_list_init(&moved);
 	pthread_mutex_lock(&from->lock);
-	cm_list_for_each_safe(pos, tmp, &from->queue) {
-		struct cm_event *e = cm_container_of(pos, struct cm_event, node);
+	sv_list_for_each_safe(pos, tmp, &from->queue) {
+		struct cm_event *e = sv_container_of(pos, struct cm_event, node);
 
 		if (e->owner != p)
 			continue;
-		cm_list_del(pos);
-		cm_list_add_tail(&moved, pos);
+		sv_list_del(pos);
+		sv_list_add_tail(&moved, pos);
 	}
 	pthread_mutex_unlock(&from->lock);
 
-	cm_list_for_each_safe(pos, tmp, &moved) {
-		cm_list_del(pos);
+	sv_list_for_each_safe(pos, tmp, &moved) {
+		sv_list_del(pos);
 		pthread_mutex_lock(&to->lock);
-		cm_list_add_tail(&to->queue, pos);
+		sv_list_add_tail(&to->queue, pos);
 		pthread_mutex_unlock(&to->lock);
 		r = write(to->ch.fd, &one, sizeof(one));
 		(void)r;
@@ -204,12 +204,12 @@ void cm_channel_move_id(struct cm_channel *from, struct cm_channel *to,
 bool cm_channel_has_event_for(struct cm_channel *ch, struct cm_id *p,
 			      enum rdma_cm_event_type type)
 {
-	struct cm_list *pos, *tmp;
+	struct sv_list *pos, *tmp;
 	bool found = false;
 
 	pthread_mutex_lock(&ch->lock);
-	cm_list_for_each_safe(pos, tmp, &ch->queue) {
-		struct cm_event *e = cm_container_of(pos, struct cm_event, node);
+	sv_list_for_each_safe(pos, tmp, &ch->queue) {
+		struct cm_event *e = sv_container_of(pos, struct cm_event, node);
 
 		if (e->ev.id == &p->id && e->ev.event == type) {
 			found = true;
@@ -230,7 +230,7 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 
 	if (!channel || !event)
 		return cm_set_errno(EINVAL);
-	ch = cm_container_of(channel, struct cm_channel, ch);
+	ch = sv_container_of(channel, struct cm_channel, ch);
 	pthread_mutex_lock(&ch->lock);
 	ch->readers++;
 	pthread_mutex_unlock(&ch->lock);
@@ -244,9 +244,9 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 				pthread_mutex_unlock(&ch->lock);
 				continue;
 			}
-		} else if (!cm_list_empty(&ch->queue)) {
-			e = cm_container_of(ch->queue.next, struct cm_event, node);
-			cm_list_del(&e->node);
+		} else if (!sv_list_empty(&ch->queue)) {
+			e = sv_container_of(ch->queue.next, struct cm_event, node);
+			sv_list_del(&e->node);
 		} else {
 			pthread_mutex_unlock(&ch->lock);
 			continue;
@@ -267,7 +267,7 @@ CM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 
 	if (!event)
 		return cm_set_errno(EINVAL);
-	e = cm_container_of(event, struct cm_event, ev);
+	e = sv_container_of(event, struct cm_event, ev);
 	cm_lock();
 	e->owner->outstanding--;
 	pthread_cond_broadcast(&e->owner->cond);

@@ -71,16 +71,16 @@ struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context,
 	p->afonly = -1;
 	p->reuseaddr = true;
 	pthread_cond_init(&p->cond, NULL);
-	cm_list_init(&p->mcasts);
-	cm_list_add_tail(&cm.ids, &p->node);
+	sv_list_init(&p->mcasts);
+	sv_list_add_tail(&cm.ids, &p->node);
 	return p;
 }
 
 void cm_id_free_locked(struct cm_id *p)
 {
-	struct cm_channel *ch = cm_container_of(p->id.channel, struct cm_channel, ch);
+	struct cm_channel *ch = sv_container_of(p->id.channel, struct cm_channel, ch);
 
-	cm_list_del(&p->node);
+	sv_list_del(&p->node);
 	if (p->sync && ch->sync_private)
 		cm_channel_free(ch);
 	pthread_cond_destroy(&p->cond);
@@ -123,7 +123,7 @@ CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	}
 
 	cm_lock();
-	ch = cm_container_of(id->channel, struct cm_channel, ch);
+	ch = sv_container_of(id->channel, struct cm_channel, ch);
 	cm_mcast_leave_all(p);
 	cm_conn_abort(p);
 	if (p->state == CM_LISTEN)
@@ -161,10 +161,10 @@ CM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 			return cm_set_errno(ENOMEM);
 		new_private = true;
 	} else {
-		to = cm_container_of(channel, struct cm_channel, ch);
+		to = sv_container_of(channel, struct cm_channel, ch);
 	}
 	cm_lock();
-	from = cm_container_of(id->channel, struct cm_channel, ch);
+	from = sv_container_of(id->channel, struct cm_channel, ch);
 	if (from == to) {
 		cm_unlock();
 		return 0;

@@ -174,16 +174,16 @@ void cm_handle_req(struct cm_id *c, const struct cmw_req *req)
 		cp->srq = req->conn.srq;
 		cp->qp_num = c->remote.qpn;
 	}
-	cm_event_queue(e, cm_container_of(l->id.channel, struct cm_channel, ch));
+	cm_event_queue(e, sv_container_of(l->id.channel, struct cm_channel, ch));
 }
 
 void cm_listener_gone(struct cm_id *l)
 {
-	struct cm_channel *lch = cm_container_of(l->id.channel, struct cm_channel, ch);
-	struct cm_list *pos, *tmp;
+	struct cm_channel *lch = sv_container_of(l->id.channel, struct cm_channel, ch);
+	struct sv_list *pos, *tmp;
 
-	cm_list_for_each_safe(pos, tmp, &cm.ids) {
-		struct cm_id *c = cm_container_of(pos, struct cm_id, node);
+	sv_list_for_each_safe(pos, tmp, &cm.ids) {
+		struct cm_id *c = sv_container_of(pos, struct cm_id, node);
 
 		if (c->listen_serial != l->serial)
 			continue;
@@ -198,7 +198,7 @@ void cm_listener_gone(struct cm_id *l)
 			cm_reject_locked(c, NULL, 0, CMW_REJ_CONSUMER_DEFINED);
 			cm_channel_purge_id(lch, c);
 			if (c->sync) {
-				struct cm_channel *cch = cm_container_of(c->id.channel,
+				struct cm_channel *cch = sv_container_of(c->id.channel,
 							struct cm_channel, ch);
 				cm_channel_purge_id(cch, c);
 			}

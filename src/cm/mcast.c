@@ -54,11 +54,11 @@ static uint16_t mlid_for(const union ibv_gid *mgid)
 
 static struct cm_mcast *find(struct cm_id *p, const struct sockaddr *sa)
 {
-	struct cm_list *pos, *tmp;
+	struct sv_list *pos, *tmp;
 	socklen_t len = cm_sa_len(sa);
 
-	cm_list_for_each_safe(pos, tmp, &p->mcasts) {
-		struct cm_mcast *m = cm_container_of(pos, struct cm_mcast, node);
+	sv_list_for_each_safe(pos, tmp, &p->mcasts) {
+		struct cm_mcast *m = sv_container_of(pos, struct cm_mcast, node);
 
 		if (m->addr.ss_family == sa->sa_family &&
 		    !memcmp(&m->addr, sa, len))
@@ -90,7 +90,7 @@ static void post_join(struct cm_id *p, struct cm_mcast *m, int err)
 	ud->ah_attr.grh.traffic_class = p->tos;
 	ud->qp_num = 0xffffff;
 	ud->qkey = RDMA_UDP_QKEY;
-	cm_event_queue(e, cm_container_of(p->id.channel, struct cm_channel, ch));
+	cm_event_queue(e, sv_container_of(p->id.channel, struct cm_channel, ch));
 }
 
 static int join_locked(struct cm_id *p, const struct sockaddr *addr,
@@ -129,7 +129,7 @@ static int join_locked(struct cm_id *p, const struct sockaddr *addr,
 			m->attached = true;
 		}
 	}
-	cm_list_add_tail(&p->mcasts, &m->node);
+	sv_list_add_tail(&p->mcasts, &m->node);
 	post_join(p, m, err);
 	return 0;
 }
@@ -173,7 +173,7 @@ static void leave_one(struct cm_id *p, struct cm_mcast *m)
 {
 	if (m->attached && p->id.qp)
 		ibv_detach_mcast(p->id.qp, &m->mgid, m->mlid);
-	cm_list_del(&m->node);
+	sv_list_del(&m->node);
 	free(m);
 }
 
@@ -196,8 +196,8 @@ CM_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 
 void cm_mcast_leave_all(struct cm_id *p)
 {
-	struct cm_list *pos, *tmp;
+	struct sv_list *pos, *tmp;
 
-	cm_list_for_each_safe(pos, tmp, &p->mcasts)
-		leave_one(p, cm_container_of(pos, struct cm_mcast, node));
+	sv_list_for_each_safe(pos, tmp, &p->mcasts)
+		leave_one(p, sv_container_of(pos, struct cm_mcast, node));
 }

@@ -102,7 +102,7 @@ static void to_failed(struct cm_id *p, struct cm_event *e)
 	cm_qp_to_error(p);
 	cm_id_set_state(p, CM_DISCONNECTED);
 	if (e)
-		cm_event_queue(e, cm_container_of(p->id.channel, struct cm_channel, ch));
+		cm_event_queue(e, sv_container_of(p->id.channel, struct cm_channel, ch));
 }
 
 static void free_internal(struct cm_id *p)

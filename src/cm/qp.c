@@ -117,6 +117,30 @@ int cm_qp_modify(struct cm_id *p, struct ibv_qp *qp, enum ibv_qp_state s)
 	return err > 0 ? err : (err ? EINVAL : 0);
 }
 
+/* rdma_connect/rdma_accept: private data within `max` bytes, and the QPN
+ * to announce: the id's QP, else the one the caller names in param (a
+ * user-managed QP), else none at all if `none_ok` (UD without a QP). */
+int cm_conn_param_qpn(struct cm_id *p, const struct rdma_conn_param *param, size_t max,
+		      bool none_ok, uint32_t *qpn)
+{
+	if (param && param->private_data_len && !param->private_data)
+		return EINVAL;
+	if (param && param->private_data_len > max)
+		return EINVAL;
+	if (p->id.qp) {
+		*qpn = p->id.qp->qp_num;
+		p->srq = p->id.qp->srq != NULL;
+	} else if (param) {
+		*qpn = param->qp_num;
+		p->srq = param->srq != 0;
+	} else if (none_ok) {
+		*qpn = 0;
+	} else {
+		return EINVAL;
+	}
+	return 0;
+}
+
 void cm_qp_to_error(struct cm_id *p)
 {
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
@@ -326,14 +350,14 @@ CM_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
 	struct cm_id *p;
-	struct cm_list *pos, *tmp;
+	struct sv_list *pos, *tmp;
 
 	if (!id || !id->qp)
 		return;
 	p = cm_id_of(id);
 	cm_lock();
-	cm_list_for_each_safe(pos, tmp, &p->mcasts) {
-		struct cm_mcast *m = cm_container_of(pos, struct cm_mcast, node);
+	sv_list_for_each_safe(pos, tmp, &p->mcasts) {
+		struct cm_mcast *m = sv_container_of(pos, struct cm_mcast, node);
 
 		if (m->attached)
 			ibv_detach_mcast(id->qp, &m->mgid, m->mlid);
