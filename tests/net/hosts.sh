@@ -158,6 +158,10 @@ do_gc() {
 keep_dirs() {
   local d list=() out=() seen=" "
   IFS=: read -r -a list <<<"${SOFTVERBS_HOSTS_KEEP:-}:${LD_LIBRARY_PATH:-}:$PWD"
+  # a sanitizer's suppressions file (scripts/test.sh names one for TSan)
+  if [[ ${TSAN_OPTIONS:-} =~ suppressions=([^ :]+) ]]; then
+    list+=("$(dirname "${BASH_REMATCH[1]}")")
+  fi
   for d in "${list[@]}"; do
     [[ -n $d && -d $d ]] || continue
     d=$(cd "$d" && pwd -P)
