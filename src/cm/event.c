@@ -236,10 +236,10 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 	pthread_mutex_unlock(&ch->lock);
 	while (!e) {
 		r = read(ch->ch.fd, &v, sizeof(v));
+		/* A channel destroyed under a blocked reader is not freed (see
+		 * cm_channel_free): that reader just goes on as before. */
 		pthread_mutex_lock(&ch->lock);
-		if (ch->closing) {
-			errno = EBADF;      /* destroyed under us */
-		} else if (r < 0) {
+		if (r < 0) {
 			if (errno == EINTR) {
 				pthread_mutex_unlock(&ch->lock);
 				continue;
@@ -255,7 +255,7 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 		pthread_cond_broadcast(&ch->cond);
 		pthread_mutex_unlock(&ch->lock);
 		if (!e)
-			return -1;          /* EAGAIN for a non-blocking fd, EBADF */
+			return -1;          /* EAGAIN for a non-blocking fd */
 	}
 	*event = &e->ev;
 	return 0;
