@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "transport/shm/cma.h"
 #include "transport/unix/sock.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -493,6 +494,12 @@ static bool answer_hello(struct sv_conn *c, struct sv_qp *qp, const struct sv_wi
 	f->hdr.data1 = sv_host_id();
 	if (shm) {
 		f->hdr.flags |= SV_WF_SHM;
+		/* can we read the requester?  then it may send large SENDs as
+		 * addresses for us to pull (RC only: UC has no ACK to wait for) */
+		c->cma_ok = !sv_env_int("SOFTVERBS_NO_CMA", 0) && h->va &&
+			    sv_cma_probe(c->peer_pid, h->va);
+		if (c->cma_ok && qp->ibqp.qp_base.qp_type == IBV_QPT_RC)
+			f->hdr.flags |= SV_WF_PULL;
 		f->hdr.rkey = to_spd(qp->ibqp.qp_base.pd)->id;
 		f->hdr.qkey = qp->attr.qp_access_flags;
 		f->hdr.va = (uintptr_t)sv_seg_self();

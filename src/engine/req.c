@@ -85,6 +85,34 @@ static const uint8_t wr_to_op[] = {
 };
 
 /* Attach a WQE's payload to a frame.  Returns the local error, if any. */
+/* Large RC SENDs to a same-host peer that can read us travel as the
+ * addresses of their data: the responder pulls it with one cross-memory
+ * read straight into the receive buffer (one copy instead of two through
+ * the ring).  The data stays ours until the ACK, which follows the pull. */
+#define SV_PULL_MIN (32 * 1024)
+
+static enum ibv_wc_status add_pull(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe *f)
+{
+	struct sv_conn *c = qp->out;
+	struct iovec iov[SV_PLACE_MAX_SEG];
+	enum ibv_wc_status st;
+	size_t total;
+	int n;
+
+	st = sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_READ, iov, &n,
+			      &total);
+	if (st != IBV_WC_SUCCESS)
+		return st;
+	for (int i = 0; i < n; i++) {
+		c->pull_tx[i].addr = (uintptr_t)iov[i].iov_base;
+		c->pull_tx[i].len = iov[i].iov_len;
+	}
+	f->hdr.flags |= SV_WF_PULL;
+	f->hdr.rlen = total;
+	sv_frame_add(f, c->pull_tx, n * sizeof(c->pull_tx[0]));
+	return IBV_WC_SUCCESS;
+}
+
 static enum ibv_wc_status add_payload(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe *f)
 {
 	enum ibv_wc_status st;
@@ -94,6 +122,9 @@ static enum ibv_wc_status add_payload(struct sv_qp *qp, struct sv_swqe *w, struc
 		sv_frame_add(f, (uint8_t *)&w->sge[qp->sq.max_sge], w->length);
 		return IBV_WC_SUCCESS;
 	}
+	if (qp->out && qp->out->pull_ok && w->length >= SV_PULL_MIN &&
+	    (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM))
+		return add_pull(qp, w, f);
 	st = sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_READ,
 			      f->seg, &f->nseg, &total);
 	if (st == IBV_WC_SUCCESS) {
@@ -457,8 +488,10 @@ void sv_req_on_connected(struct sv_qp *qp)
 	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
 	sv_frame_init(f, SV_OP_HELLO, qp->peer_qpn, qp->ibqp.qp_base.qp_num, 0);
 	f->hdr.data1 = sv_host_id();
-	if (fd >= 0 && c->n_tx_fds == 2)
+	if (fd >= 0 && c->n_tx_fds == 2) {
 		f->hdr.flags |= SV_WF_SHM;
+		f->hdr.va = (uintptr_t)sv_seg_self();   /* lets the responder probe us */
+	}
 	sv_wire_encode(&f->hdr);
 	sv_xmit_flush(c);
 }
@@ -474,6 +507,8 @@ void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
 			c->peer_access = h->qkey;
 			c->cma_ok = !sv_env_int("SOFTVERBS_NO_CMA", 0) &&
 				    c->peer_uid == getuid() && sv_cma_probe(c->peer_pid, h->va);
+			c->pull_ok = c->cma_ok && (h->flags & SV_WF_PULL) &&
+				     qp->ibqp.qp_base.qp_type == IBV_QPT_RC;
 			sv_conn_shm_start(c);
 			sv_engine_drive_register(c, qp->scq);
 		}

@@ -6,9 +6,11 @@
  * sv_resp_begin() runs when a header is complete and decides where the
  * payload goes; sv_resp_end() runs when the payload is placed and completes.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "engine/engine.h"
+#include "transport/shm/cma.h"
 #include "transport/node.h"
 #include "util/log.h"
 
@@ -44,24 +46,73 @@ static bool access_allowed(struct sv_qp *qp, uint8_t op)
 	}
 }
 
-/* Scatter a message into the consumed receive WQE, starting `skip` bytes in. */
-static void place_into_rwqe(struct sv_qp *qp, struct sv_conn *c, uint32_t len)
+/* The consumed receive WQE's segments, checked for a `len`-byte message. */
+static bool rwqe_segments(struct sv_qp *qp, uint32_t len, struct iovec *seg, int *nseg)
 {
 	struct sv_rwqe *w = &qp->rctx.wqe.w;
 	size_t total;
 	enum ibv_wc_status st;
 
 	st = sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_WRITE,
-			      c->place.seg, &c->place.nseg, &total);
+			      seg, nseg, &total);
 	if (st != IBV_WC_SUCCESS) {
 		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
-		return;
+		return false;
 	}
 	if (len > total) {
 		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_LOC_LEN_ERR);
-		return;
+		return false;
 	}
+	return true;
+}
+
+/* Scatter a message from the channel into the consumed receive WQE. */
+static void place_into_rwqe(struct sv_qp *qp, struct sv_conn *c, uint32_t len)
+{
+	if (rwqe_segments(qp, len, c->place.seg, &c->place.nseg))
+		c->place.discard = false;
+}
+
+/* A pulled SEND: the frame carries (addr, len) descriptors; the data is read
+ * from the requester at the end, straight into the receive buffer. */
+static bool pull_valid(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
+{
+	return c->cma_ok && qp->ibqp.qp_base.qp_type == IBV_QPT_RC && h->len &&
+	       h->len % sizeof(struct sv_wire_pull) == 0 &&
+	       h->len / sizeof(struct sv_wire_pull) <= SV_WIRE_MAX_SGE && h->rlen;
+}
+
+static void pull_begin(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
+{
+	if (!rwqe_segments(qp, h->rlen, qp->rctx.dst, &qp->rctx.ndst))
+		return;
+	qp->rctx.pull = true;
+	c->place.seg[0].iov_base = c->pull_rx;
+	c->place.seg[0].iov_len = h->len;
+	c->place.nseg = 1;
 	c->place.discard = false;
+}
+
+static void pull_end(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
+{
+	struct iovec remote[SV_WIRE_MAX_SGE];
+	int n = h->len / sizeof(struct sv_wire_pull);
+	uint64_t sum = 0;
+	ssize_t r;
+
+	for (int i = 0; i < n; i++) {
+		remote[i].iov_base = (void *)(uintptr_t)c->pull_rx[i].addr;
+		remote[i].iov_len = c->pull_rx[i].len;
+		sum += c->pull_rx[i].len;
+	}
+	r = sum == h->rlen ? sv_cma_pull(c->peer_pid, qp->rctx.dst, qp->rctx.ndst, remote, n,
+					 h->rlen) : -EINVAL;
+	if (r < 0) {
+		/* the requester's own memory failed: its request was invalid */
+		qp->rctx.nak = SV_NAK_REM_OP;
+		qp->rctx.status = IBV_WC_LOC_PROT_ERR;
+		qp->rctx.ack = false;
+	}
 }
 
 static bool take_rwqe(struct sv_qp *qp)
@@ -157,12 +208,16 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 	const struct sv_opinfo *oi = sv_op_info(h->opcode);
 	uint32_t qpt = is_rc(qp) ? SV_QPT_RC : SV_QPT_UC;
 
-	memset(&qp->rctx, 0, offsetof(typeof(qp->rctx), wqe));
+	memset(&qp->rctx, 0, offsetof(typeof(qp->rctx), dst));
 	qp->rctx.drop = true;
 	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	if (h->src_qpn != qp->attr.dest_qp_num) {
 		sv_engine_protocol_error(c, "request from a QP that is not our peer");
+		return;
+	}
+	if ((h->flags & SV_WF_PULL) && !pull_valid(qp, c, h)) {
+		sv_engine_protocol_error(c, "invalid pulled SEND");
 		return;
 	}
 	if (!psn_ok(qp, c, h))
@@ -190,7 +245,10 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 	switch (h->opcode) {
 	case SV_OP_SEND:
 	case SV_OP_SEND_IMM:
-		place_into_rwqe(qp, c, h->len);
+		if (h->flags & SV_WF_PULL)
+			pull_begin(qp, c, h);
+		else
+			place_into_rwqe(qp, c, h->len);
 		break;
 	case SV_OP_WRITE:
 	case SV_OP_WRITE_IMM: {
@@ -233,7 +291,7 @@ static void complete_recv(struct sv_qp *qp, struct sv_conn *c, const struct sv_w
 		.wr_id = qp->rctx.wqe.w.wr_id,
 		.status = qp->rctx.status,
 		.opcode = h->opcode == SV_OP_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
-		.byte_len = h->len,
+		.byte_len = qp->rctx.pull ? h->rlen : h->len,
 		.qp_num = qp->ibqp.qp_base.qp_num,
 		.src_qp = qp->attr.dest_qp_num,
 		.slid = qp->attr.ah_attr.dlid,
@@ -256,6 +314,8 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 {
 	const struct sv_wire_hdr *h = &c->rx_hdr;
 
+	if (qp->rctx.pull && !qp->rctx.drop && !qp->rctx.nak)
+		pull_end(qp, c, h);
 	if (qp->rctx.nak) {
 		sv_xmit_nak(c, qp, h->psn, qp->rctx.nak, 0);
 		if (qp->rctx.have_wqe)

@@ -75,6 +75,9 @@ struct sv_conn {
 	uid_t peer_uid;
 	bool cma_ok;                 /* cross-memory attach into the peer works */
 	uint32_t peer_pd, peer_access;   /* the peer QP's PD and access flags */
+	bool pull_ok;                /* outbound: the responder may pull large SENDs */
+	struct sv_wire_pull pull_tx[SV_WIRE_MAX_SGE];  /* descriptors of the request on the wire */
+	struct sv_wire_pull pull_rx[SV_WIRE_MAX_SGE];  /* descriptors of the request being received */
 	int rx_fds[2], n_rx_fds;     /* descriptors received with the last bytes */
 	int tx_fds[2], n_tx_fds;     /* descriptors to send with the next write */
 	struct sv_cq *drive_cq;      /* CQ whose pollers check this ring */

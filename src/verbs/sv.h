@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <netinet/in.h>
+#include <sys/uio.h>
 
 #include "util/evfd.h"
 #include "util/list.h"
@@ -28,7 +29,7 @@
 #define SV_DEVICE_NAME    "softverbs0"
 #define SV_VENDOR_ID      0x5356      /* not Mellanox, Amazon or Intel */
 #define SV_VENDOR_PART_ID 1
-#define SV_MAX_SGE        32
+#define SV_MAX_SGE        SV_WIRE_MAX_SGE
 #define SV_MAX_INLINE     512
 #define SV_MAX_QP_WR      16384
 #define SV_MAX_CQE        (1 << 22)
@@ -240,6 +241,9 @@ struct sv_qp {
 		bool ack;                /* RC: acknowledge at the end */
 		uint32_t status;         /* receive completion status */
 		uint32_t nak;            /* NAK to send at the end (0: none) */
+		bool pull;               /* a pulled SEND: data comes from the peer */
+		int ndst;                /* ... into these receive segments */
+		struct iovec dst[SV_MAX_SGE];
 		union {
 			struct sv_rwqe w;
 			uint8_t raw[sizeof(struct sv_rwqe) + SV_MAX_SGE * sizeof(struct sv_sge)];

@@ -43,7 +43,20 @@ enum {
 	SV_WF_SOLICITED = 1 << 0,
 	SV_WF_GRH       = 1 << 1,   /* UD: sender addressed by GID */
 	SV_WF_SHM       = 1 << 2,   /* HELLO: rings offered; HELLO_ACK: accepted */
+	SV_WF_PULL      = 1 << 3,   /* HELLO_ACK: the responder can read us; SEND: the
+				     * payload is (addr, len) pairs to pull, rlen bytes */
 };
+
+/* Scatter/gather entries per request: the device's max_sge, and the most
+ * descriptors a pulled SEND may carry. */
+#define SV_WIRE_MAX_SGE 32
+
+/* A pulled SEND's payload: where the message lies in the requester. */
+struct sv_wire_pull {
+	uint64_t addr;
+	uint64_t len;
+};
+static_assert(sizeof(struct sv_wire_pull) == 16, "pull descriptor is 16 bytes");
 
 /* NAK syndromes (in `imm` of a NAK frame) */
 enum sv_nak {

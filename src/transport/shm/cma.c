@@ -64,6 +64,17 @@ ssize_t sv_cma_copy(pid_t pid, const struct iovec *local, int n, uint64_t raddr,
 	return done;
 }
 
+ssize_t sv_cma_pull(pid_t pid, const struct iovec *local, int nl, const struct iovec *remote,
+		    int nr, size_t len)
+{
+	ssize_t r = process_vm_readv(pid, local, nl, remote, nr, 0);
+
+	/* one call moves it all unless a page faults: then it is an error */
+	if (r < 0)
+		return -errno;
+	return (size_t)r == len ? r : -EFAULT;
+}
+
 bool sv_cma_probe(pid_t pid, uint64_t raddr)
 {
 	uint64_t v;

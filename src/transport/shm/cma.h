@@ -26,5 +26,8 @@ void sv_cma_release(struct sv_cma_ref *ref);
 ssize_t sv_cma_copy(pid_t pid, const struct iovec *local, int n, uint64_t raddr, size_t len,
 		    int to_remote);
 bool sv_cma_probe(pid_t pid, uint64_t raddr);
+/* Read `len` bytes scattered in `pid` (remote) into local segments. */
+ssize_t sv_cma_pull(pid_t pid, const struct iovec *local, int nl, const struct iovec *remote,
+		    int nr, size_t len);
 
 #endif
