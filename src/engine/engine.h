@@ -78,7 +78,10 @@ void sv_comp_reap(struct sv_qp *qp);              /* in-order send completions *
 void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *wqe, enum ibv_wc_status st);
 void sv_comp_link_lost(struct sv_qp *qp);
 
-/* recv.c */
+/* recv.c: the receive machine, shared with drive.c */
+void sv_rx_process(struct sv_conn *c);
+void sv_conn_lost(struct sv_conn *c);
+void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf);
 void sv_engine_protocol_error(struct sv_conn *c, const char *why);
 void sv_place_reset(struct sv_place *p);
 

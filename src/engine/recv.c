@@ -7,8 +7,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <sched.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -25,9 +23,7 @@
 #define SV_DIRECT_MIN   (64 * 1024)   /* payloads this large skip the staging buffer */
 #define SV_RX_READS     16            /* reads from the channel per wake-up, for fairness */
 
-static void conn_lost(struct sv_conn *c);
 static void rx_frames(struct sv_conn *c);
-static void dgram_drain(struct sv_node *node, int fd, uint8_t *buf);
 
 /* ---- payload placement ---- */
 
@@ -258,7 +254,7 @@ static bool resp_room(struct sv_conn *c)
 /* Process frames until the channel has nothing more this wake-up, it is
  * paused (no room for responses) or dead.  Responses are written once per
  * batch (ACKs coalesce), then the batch's receive completions appear. */
-static void rx_process(struct sv_conn *c)
+void sv_rx_process(struct sv_conn *c)
 {
 	struct sv_qp *qp = c->qp;
 
@@ -312,134 +308,7 @@ static void rx_frames(struct sv_conn *c)
 
 /* ---- channel lifecycle ---- */
 
-/* Let application threads polling `cq` process this channel: socket
- * channels through the CQ's epoll set, ring channels by looking at the ring. */
-void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-
-	if (c->drive_cq)
-		sv_engine_drive_forget(c);
-	c->drive_cq = cq;
-	if (!c->shm_on) {
-		if (!epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev))
-			__atomic_add_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
-		return;
-	}
-	pthread_mutex_lock(&cq->drive_lock);
-	if (cq->nrings == cq->rings_cap) {
-		uint32_t n = cq->rings_cap ? cq->rings_cap * 2 : 8;
-		struct sv_conn **r = realloc(cq->rings, n * sizeof(*r));
-
-		if (!r) {
-			pthread_mutex_unlock(&cq->drive_lock);
-			return;          /* the progress thread still serves it */
-		}
-		cq->rings = r;
-		cq->rings_cap = n;
-	}
-	cq->rings[cq->nrings] = c;
-	__atomic_store_n(&cq->nrings, cq->nrings + 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&cq->drive_lock);
-}
-
-void sv_engine_drive_forget(struct sv_conn *c)
-{
-	struct sv_cq *cq = c->drive_cq;
-
-	if (!cq)
-		return;
-	c->drive_cq = NULL;
-	if (c->h.fd >= 0 && !epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL))
-		__atomic_sub_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&cq->drive_lock);
-	for (uint32_t i = 0; i < cq->nrings; i++)
-		if (cq->rings[i] == c) {
-			cq->rings[i] = cq->rings[cq->nrings - 1];
-			__atomic_store_n(&cq->nrings, cq->nrings - 1, __ATOMIC_RELEASE);
-			break;
-		}
-	pthread_mutex_unlock(&cq->drive_lock);
-}
-
-static void drive_one(struct sv_conn *c)
-{
-	struct sv_qp *qp = c->qp;
-
-	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) || !qp || pthread_mutex_trylock(&qp->lock))
-		return;
-	if (!c->closed && c->connected) {
-		rx_process(c);
-		if (c->shm_on && !c->dead)
-			sv_xmit_flush(c);
-		if (c->dead)
-			conn_lost(c);
-	}
-	pthread_mutex_unlock(&qp->lock);
-}
-
-
-void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
-{
-	struct epoll_event evs[16];
-	int n;
-
-	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE)) {
-		struct sv_seg *self = sv_seg_self();
-		struct sv_conn *ready[64];
-		int k = 0;
-
-		/* Writers skip the doorbell while we poll: say we do. */
-		if (self)
-			__atomic_store_n(&self->last_poll_ns, sv_now_ns(), __ATOMIC_RELAXED);
-		/* Collect under the lock, serve without it: serving may close. */
-		pthread_mutex_lock(&cq->drive_lock);
-		for (uint32_t i = 0; i < cq->nrings && k < 64; i++) {
-			struct sv_conn *c = cq->rings[i];
-
-			/* data for us, or room for a transmit that was blocked */
-			if (sv_ring_readable(c->shm.rx, c->shm.size) ||
-			    (__atomic_load_n(&c->want_out, __ATOMIC_RELAXED) &&
-			     sv_ring_readable(c->shm.tx, c->shm.size) < c->shm.size))
-				ready[k++] = c;
-		}
-		pthread_mutex_unlock(&cq->drive_lock);
-		for (int i = 0; i < k; i++)
-			drive_one(ready[i]);
-	}
-	n = __atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED) ?
-	    epoll_wait(cq->drive_fd, evs, 16, 0) : 0;
-	for (int i = 0; i < n; i++) {
-		if (evs[i].data.u64 & 1) {          /* a port group's datagram socket */
-			struct sv_pgroup *g = (void *)(uintptr_t)(evs[i].data.u64 & ~1ull);
-			uint8_t buf[SV_UDP_BUF];
-
-			dgram_drain(node, g->udp_h.fd, buf);
-		} else {
-			drive_one(evs[i].data.ptr);
-		}
-	}
-	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
-}
-
-void sv_engine_enter(struct sv_node *node)
-{
-	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
-}
-
-void sv_engine_leave(struct sv_node *node)
-{
-	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
-}
-
-void sv_engine_wait_drivers(struct sv_node *node)
-{
-	while (__atomic_load_n(&node->drivers, __ATOMIC_SEQ_CST))
-		sched_yield();
-}
-
-static void conn_lost(struct sv_conn *c)
+void sv_conn_lost(struct sv_conn *c)
 {
 	struct sv_qp *qp = c->qp;
 
@@ -560,9 +429,9 @@ static void attach_inbound(struct sv_conn *c)
 		sv_engine_drive_register(c, qp->rcq);
 	sv_engine_qp_ready(qp);
 	if (!c->dead)
-		rx_process(c);
+		sv_rx_process(c);
 	if (c->dead)
-		conn_lost(c);
+		sv_conn_lost(c);
 	pthread_mutex_unlock(&qp->lock);
 }
 
@@ -604,7 +473,7 @@ void sv_engine_on_conn(struct sv_handler *h, uint32_t events)
 		bool gone = events && sv_conn_doorbell_drain(c);
 
 		sv_xmit_flush(c);
-		rx_process(c);
+		sv_rx_process(c);
 		if (gone)
 			c->dead = true;
 	} else {
@@ -615,10 +484,10 @@ void sv_engine_on_conn(struct sv_handler *h, uint32_t events)
 		/* a flush that resumed a paused channel: its staged frames wait */
 		if (!c->dead && !c->closed &&
 		    ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || (was_paused && !c->paused)))
-			rx_process(c);
+			sv_rx_process(c);
 	}
 	if (c->dead)
-		conn_lost(c);
+		sv_conn_lost(c);
 	pthread_mutex_unlock(&qp->lock);
 }
 
@@ -661,7 +530,7 @@ void sv_engine_on_accept_unix(struct sv_handler *h, uint32_t events)
 /* ---- datagrams ---- */
 
 /* Receive every queued datagram of a port group into `buf`. */
-static void dgram_drain(struct sv_node *node, int fd, uint8_t *buf)
+void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf)
 {
 	for (;;) {
 		struct sockaddr_in from;
@@ -693,16 +562,5 @@ void sv_engine_on_dgram(struct sv_handler *h, uint32_t events)
 {
 	struct sv_node *node = sv_container_of(h, struct sv_pgroup, udp_h)->node;
 
-	dgram_drain(node, h->fd, node->udp_buf);
-}
-
-/* UD QPs: pollers of the receive CQ drain the port group's socket too. */
-void sv_engine_drive_register_dgram(struct sv_qp *qp)
-{
-	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
-	struct sv_pgroup *g = sv_node_group_of(node, qp->ibqp.qp_base.qp_num);
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uintptr_t)g | 1 };
-
-	if (g && !epoll_ctl(qp->rcq->drive_fd, EPOLL_CTL_ADD, g->udp_h.fd, &ev))
-		__atomic_add_fetch(&qp->rcq->drive_socks, 1, __ATOMIC_RELAXED);
+	sv_dgram_drain(node, h->fd, node->udp_buf);
 }

@@ -1,0 +1,154 @@
+/*
+ * Application-driven progress: an application thread polling a CQ serves
+ * the channels whose completions land in that CQ itself, so it never waits
+ * for the progress thread to be scheduled (on two cores, two spinning
+ * processes starve it).  Ring channels are checked in memory, socket
+ * channels through the CQ's own epoll set, UD through the port group's
+ * datagram socket.  Channels an application thread may touch stay allocated
+ * while it is inside (node->drivers): the progress thread frees closed
+ * channels only when no application thread is driving.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+
+#include "engine/engine.h"
+#include "util/time.h"
+
+/* Let application threads polling `cq` process this channel: socket
+ * channels through the CQ's epoll set, ring channels by looking at the ring. */
+void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+
+	if (c->drive_cq)
+		sv_engine_drive_forget(c);
+	c->drive_cq = cq;
+	if (!c->shm_on) {
+		if (!epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev))
+			__atomic_add_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	pthread_mutex_lock(&cq->drive_lock);
+	if (cq->nrings == cq->rings_cap) {
+		uint32_t n = cq->rings_cap ? cq->rings_cap * 2 : 8;
+		struct sv_conn **r = realloc(cq->rings, n * sizeof(*r));
+
+		if (!r) {
+			pthread_mutex_unlock(&cq->drive_lock);
+			return;          /* the progress thread still serves it */
+		}
+		cq->rings = r;
+		cq->rings_cap = n;
+	}
+	cq->rings[cq->nrings] = c;
+	__atomic_store_n(&cq->nrings, cq->nrings + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&cq->drive_lock);
+}
+
+void sv_engine_drive_forget(struct sv_conn *c)
+{
+	struct sv_cq *cq = c->drive_cq;
+
+	if (!cq)
+		return;
+	c->drive_cq = NULL;
+	if (c->h.fd >= 0 && !epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL))
+		__atomic_sub_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&cq->drive_lock);
+	for (uint32_t i = 0; i < cq->nrings; i++)
+		if (cq->rings[i] == c) {
+			cq->rings[i] = cq->rings[cq->nrings - 1];
+			__atomic_store_n(&cq->nrings, cq->nrings - 1, __ATOMIC_RELEASE);
+			break;
+		}
+	pthread_mutex_unlock(&cq->drive_lock);
+}
+
+static void drive_one(struct sv_conn *c)
+{
+	struct sv_qp *qp = c->qp;
+
+	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) || !qp || pthread_mutex_trylock(&qp->lock))
+		return;
+	if (!c->closed && c->connected) {
+		sv_rx_process(c);
+		if (c->shm_on && !c->dead)
+			sv_xmit_flush(c);
+		if (c->dead)
+			sv_conn_lost(c);
+	}
+	pthread_mutex_unlock(&qp->lock);
+}
+
+
+void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
+{
+	struct epoll_event evs[16];
+	int n;
+
+	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE)) {
+		struct sv_seg *self = sv_seg_self();
+		struct sv_conn *ready[64];
+		int k = 0;
+
+		/* Writers skip the doorbell while we poll: say we do. */
+		if (self)
+			__atomic_store_n(&self->last_poll_ns, sv_now_ns(), __ATOMIC_RELAXED);
+		/* Collect under the lock, serve without it: serving may close. */
+		pthread_mutex_lock(&cq->drive_lock);
+		for (uint32_t i = 0; i < cq->nrings && k < 64; i++) {
+			struct sv_conn *c = cq->rings[i];
+
+			/* data for us, or room for a transmit that was blocked */
+			if (sv_ring_readable(c->shm.rx, c->shm.size) ||
+			    (__atomic_load_n(&c->want_out, __ATOMIC_RELAXED) &&
+			     sv_ring_readable(c->shm.tx, c->shm.size) < c->shm.size))
+				ready[k++] = c;
+		}
+		pthread_mutex_unlock(&cq->drive_lock);
+		for (int i = 0; i < k; i++)
+			drive_one(ready[i]);
+	}
+	n = __atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED) ?
+	    epoll_wait(cq->drive_fd, evs, 16, 0) : 0;
+	for (int i = 0; i < n; i++) {
+		if (evs[i].data.u64 & 1) {          /* a port group's datagram socket */
+			struct sv_pgroup *g = (void *)(uintptr_t)(evs[i].data.u64 & ~1ull);
+			uint8_t buf[SV_UDP_BUF];
+
+			sv_dgram_drain(node, g->udp_h.fd, buf);
+		} else {
+			drive_one(evs[i].data.ptr);
+		}
+	}
+	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+}
+
+void sv_engine_enter(struct sv_node *node)
+{
+	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+}
+
+void sv_engine_leave(struct sv_node *node)
+{
+	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+}
+
+void sv_engine_wait_drivers(struct sv_node *node)
+{
+	while (__atomic_load_n(&node->drivers, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+/* UD QPs: pollers of the receive CQ drain the port group's socket too. */
+void sv_engine_drive_register_dgram(struct sv_qp *qp)
+{
+	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
+	struct sv_pgroup *g = sv_node_group_of(node, qp->ibqp.qp_base.qp_num);
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uintptr_t)g | 1 };
+
+	if (g && !epoll_ctl(qp->rcq->drive_fd, EPOLL_CTL_ADD, g->udp_h.fd, &ev))
+		__atomic_add_fetch(&qp->rcq->drive_socks, 1, __ATOMIC_RELAXED);
+}
