@@ -120,6 +120,9 @@ static void on_nak(struct sv_qp *qp, const struct sv_wire_hdr *h)
 
 	if (!find_wqe(qp, h->psn, &idx))
 		return;
+	/* the responder executes in order: everything before the NAKed PSN
+	 * was carried out, and completes successfully */
+	on_ack(qp, (h->psn - 1) & 0xffffff);
 	if (h->imm == SV_NAK_RNR) {
 		if (qp->attr.rnr_retry != 7 && ++qp->rnr_retries > qp->attr.rnr_retry) {
 			sv_comp_fail(qp, sv_sq_at(&qp->sq, idx), IBV_WC_RNR_RETRY_EXC_ERR);
