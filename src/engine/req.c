@@ -217,6 +217,11 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	 * changed since: if they say no, the responder decides, with its own. */
 	if (!c || !c->cma_ok || !need || qp->sq.head != qp->sq.next || !(c->peer_access & need))
 		return false;
+	/* The peer's QP left the connected states (it marked the rings): a
+	 * QP in ERR processes nothing, so neither may we on its behalf. */
+	if (c->shm_on && (__atomic_load_n(&c->shm.rx->closed, __ATOMIC_SEQ_CST) ||
+			  __atomic_load_n(&c->shm.tx->closed, __ATOMIC_SEQ_CST)))
+		return false;
 	if (w->is_inline) {
 		iov[0].iov_base = (uint8_t *)&w->sge[qp->sq.max_sge];
 		iov[0].iov_len = w->length;

@@ -17,7 +17,8 @@
 struct sv_ring {
 	uint32_t magic;
 	uint32_t size;               /* data bytes, a power of two */
-	uint8_t pad0[56];
+	uint32_t closed;             /* an end closed the channel (its QP left RTS/RTR) */
+	uint8_t pad0[52];
 	uint64_t head;               /* consumer position (free-running) */
 	uint32_t consumer_wants_wake;/* consumer sleeps: producer rings the doorbell */
 	uint8_t pad1[52];

@@ -103,6 +103,12 @@ void sv_conn_close(struct sv_conn *c)
 	node = c->node;
 	__atomic_store_n(&c->closed, true, __ATOMIC_RELEASE);
 	c->dead = true;
+	if (c->shm_on) {
+		/* Before the QP's state change returns: the peer must stop
+		 * touching our memory directly from now on (no socket EOF yet). */
+		__atomic_store_n(&c->shm.tx->closed, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
+	}
 	sv_engine_drive_forget(c);      /* while the fd still names it */
 	sv_node_unwatch(node, &c->h);
 	close(c->h.fd);
