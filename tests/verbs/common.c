@@ -286,18 +286,25 @@ int t_post_srq_recv(struct ibv_srq *srq, uint64_t wr_id, void *addr, uint32_t le
 	return ibv_post_srq_recv(srq, &wr, &bad);
 }
 
+/* The one-SGE work request every post helper starts from. */
+static void one_sge_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, enum ibv_wr_opcode op,
+		       uint64_t wr_id, int flags)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = op;
+	wr->send_flags = flags;
+}
+
 int t_post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *addr,
 		uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey, int flags)
 {
 	struct ibv_sge sge = { (uintptr_t)addr, len, lkey };
 	struct ibv_send_wr wr, *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = flags;
+	one_sge_wr(&wr, &sge, op, wr_id, flags);
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	return ibv_post_send(qp, &wr, &bad);
@@ -316,12 +323,7 @@ int t_post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void
 	struct ibv_sge sge = { (uintptr_t)addr, 8, lkey };
 	struct ibv_send_wr wr, *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
+	one_sge_wr(&wr, &sge, op, wr_id, IBV_SEND_SIGNALED);
 	wr.wr.atomic.remote_addr = raddr;
 	wr.wr.atomic.rkey = rkey;
 	wr.wr.atomic.compare_add = compare_add;
@@ -335,12 +337,7 @@ int t_post_ud(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint3
 	struct ibv_sge sge = { (uintptr_t)addr, len, lkey };
 	struct ibv_send_wr wr, *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = flags;
+	one_sge_wr(&wr, &sge, IBV_WR_SEND, wr_id, flags);
 	wr.wr.ud.ah = ah;
 	wr.wr.ud.remote_qpn = qpn;
 	wr.wr.ud.remote_qkey = qkey;
