@@ -18,20 +18,9 @@ static void *ack_later(void *arg)
 static void srq_qp_to_err(struct ibv_context *ctx, struct ibv_srq *srq, struct ibv_pd *pd,
 			  struct t_ep *a, struct t_ep *b)
 {
-	struct t_opts oa, ob;
-	struct t_info ia, ib;
-
-	t_opts_default(&oa, IBV_QPT_RC);
-	ob = oa;
-	ob.srq = srq;
-	ob.pd = pd;
-	t_ep_create(a, ctx, &oa);
-	t_ep_create(b, ctx, &ob);
-	t_ep_info(a, &ia);
-	t_ep_info(b, &ib);
-	t_ep_connect(a, &oa, &ib);
-	t_ep_connect(b, &ob, &ia);
 	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+
+	t_ep_pair_srq(ctx, pd, srq, a, b);
 	CHECK_OK(ibv_modify_qp(b->qp, &qa, IBV_QP_STATE));
 }
 

@@ -10,22 +10,11 @@ int main(void)
 	struct ibv_pd *pd = CHECK_PTR(ibv_alloc_pd(ctx));
 	struct ibv_srq_init_attr si = { .attr = { .max_wr = 8, .max_sge = 1 } };
 	struct ibv_srq *srq = CHECK_PTR(ibv_create_srq(pd, &si));
-	struct t_opts oa, ob;
 	struct t_ep a, b;
-	struct t_info ia, ib;
 	struct ibv_async_event ev;
 
 	t_alarm(10);
-	t_opts_default(&oa, IBV_QPT_RC);
-	ob = oa;
-	ob.srq = srq;
-	ob.pd = pd;
-	t_ep_create(&a, ctx, &oa);
-	t_ep_create(&b, ctx, &ob);
-	t_ep_info(&a, &ia);
-	t_ep_info(&b, &ib);
-	t_ep_connect(&a, &oa, &ib);
-	t_ep_connect(&b, &ob, &ia);
+	t_ep_pair_srq(ctx, pd, srq, &a, &b);
 	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
 	CHECK_OK(ibv_modify_qp(b.qp, &qa, IBV_QP_STATE));   /* raises LAST_WQE_REACHED */
 	t_sleep_ms(100);

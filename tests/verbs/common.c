@@ -228,16 +228,35 @@ enum ibv_qp_state t_qp_state(struct ibv_qp *qp)
 	return a.qp_state;
 }
 
+void t_ep_pair(struct ibv_context *ctx, const struct t_opts *oa, const struct t_opts *ob,
+	       struct t_ep *a, struct t_ep *b, struct t_info *ia, struct t_info *ib)
+{
+	t_ep_create(a, ctx, oa);
+	t_ep_create(b, ctx, ob);
+	t_ep_info(a, ia);
+	t_ep_info(b, ib);
+	t_ep_connect(a, oa, ib);
+	t_ep_connect(b, ob, ia);
+}
+
 void t_pair_open2(struct t_pair *p, const struct t_opts *oa, const struct t_opts *ob)
 {
 	memset(p, 0, sizeof(*p));
 	p->ctx = t_open();
-	t_ep_create(&p->a, p->ctx, oa);
-	t_ep_create(&p->b, p->ctx, ob);
-	t_ep_info(&p->a, &p->ia);
-	t_ep_info(&p->b, &p->ib);
-	t_ep_connect(&p->a, oa, &p->ib);
-	t_ep_connect(&p->b, ob, &p->ia);
+	t_ep_pair(p->ctx, oa, ob, &p->a, &p->b, &p->ia, &p->ib);
+}
+
+void t_ep_pair_srq(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_srq *srq,
+		   struct t_ep *a, struct t_ep *b)
+{
+	struct t_opts oa, ob;
+	struct t_info ia, ib;
+
+	t_opts_default(&oa, IBV_QPT_RC);
+	ob = oa;
+	ob.srq = srq;
+	ob.pd = pd;
+	t_ep_pair(ctx, &oa, &ob, a, b, &ia, &ib);
 }
 
 void t_pair_open(struct t_pair *p, const struct t_opts *o)

@@ -204,6 +204,12 @@ enum ibv_qp_state t_qp_state(struct ibv_qp *qp);
 void t_pair_open(struct t_pair *p, const struct t_opts *o);
 /* Same, with different options per side. */
 void t_pair_open2(struct t_pair *p, const struct t_opts *oa, const struct t_opts *ob);
+/* Two endpoints on an open context, connected to each other. */
+void t_ep_pair(struct ibv_context *ctx, const struct t_opts *oa, const struct t_opts *ob,
+	       struct t_ep *a, struct t_ep *b, struct t_info *ia, struct t_info *ib);
+/* The same for RC, default options, b receiving through `srq` (of `pd`). */
+void t_ep_pair_srq(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_srq *srq,
+		   struct t_ep *a, struct t_ep *b);
 void t_pair_close(struct t_pair *p);
 
 /* Address handle towards `remote`: by LID, or global with its GID. */

@@ -10,21 +10,10 @@ int main(void)
 	struct ibv_srq *srq = CHECK_PTR(ibv_create_srq(pd, &si));
 	struct ibv_srq_attr sa = { .srq_limit = 4 };
 	struct ibv_async_event ev;
-	struct t_opts oa, ob;
 	struct t_ep a, b;
-	struct t_info ia, ib;
 
 	t_alarm(30);
-	t_opts_default(&oa, IBV_QPT_RC);
-	ob = oa;
-	ob.srq = srq;
-	ob.pd = pd;
-	t_ep_create(&a, ctx, &oa);
-	t_ep_create(&b, ctx, &ob);
-	t_ep_info(&a, &ia);
-	t_ep_info(&b, &ib);
-	t_ep_connect(&a, &oa, &ib);
-	t_ep_connect(&b, &ob, &ia);
+	t_ep_pair_srq(ctx, pd, srq, &a, &b);
 
 	for (int i = 0; i < 8; i++)
 		CHECK_OK(t_post_srq_recv(srq, i, b.buf + 64 * i, 64, b.mr->lkey));

@@ -8,21 +8,10 @@ int main(void)
 	struct ibv_pd *pd = CHECK_PTR(ibv_alloc_pd(ctx));
 	struct ibv_srq_init_attr si = { .attr = { .max_wr = 8, .max_sge = 1 } };
 	struct ibv_srq *srq = CHECK_PTR(ibv_create_srq(pd, &si));
-	struct t_opts oa, ob;
 	struct t_ep a, b;
-	struct t_info ia, ib;
 
 	t_alarm(30);
-	t_opts_default(&oa, IBV_QPT_RC);
-	ob = oa;
-	ob.srq = srq;
-	ob.pd = pd;
-	t_ep_create(&a, ctx, &oa);
-	t_ep_create(&b, ctx, &ob);
-	t_ep_info(&a, &ia);
-	t_ep_info(&b, &ib);
-	t_ep_connect(&a, &oa, &ib);
-	t_ep_connect(&b, &ob, &ia);
+	t_ep_pair_srq(ctx, pd, srq, &a, &b);
 
 	struct ibv_sge sge = { (uintptr_t)b.buf, 64, b.mr->lkey };
 	struct ibv_recv_wr w2 = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 };
