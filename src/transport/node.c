@@ -223,22 +223,36 @@ static uint64_t qp_next_deadline(const struct sv_qp *qp)
 
 void sv_node_timer_update(struct sv_node *node, struct sv_qp *qp)
 {
-	uint64_t d = qp_next_deadline(qp);
-	bool kick = false;
+	uint64_t d = qp_next_deadline(qp), sleep;
 
-	pthread_mutex_lock(&node->lock);
-	if (d && !qp->on_timer_list) {
-		sv_list_add_tail(&node->timers, &qp->timer_link);
-		qp->on_timer_list = true;
-		kick = true;
-	} else if (!d && qp->on_timer_list) {
-		sv_list_del(&qp->timer_link);
-		qp->on_timer_list = false;
+	/* The progress thread stores sleep_until, then reads timer_at; we store
+	 * timer_at, then read sleep_until (both seq_cst): one of us sees the
+	 * other's store, so a deadline is never slept through. */
+	__atomic_store_n(&qp->timer_at, d, __ATOMIC_SEQ_CST);
+	if (!d)
+		return;                 /* stays listed: run_timers skips it */
+	if (!__atomic_load_n(&qp->on_timer_list, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&node->lock);
+		if (!qp->on_timer_list) {
+			sv_list_add_tail(&node->timers, &qp->timer_link);
+			__atomic_store_n(&qp->on_timer_list, true, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&node->lock);
 	}
-	__atomic_store_n(&qp->timer_at, d, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&node->lock);
-	if (kick)
+	sleep = __atomic_load_n(&node->sleep_until, __ATOMIC_SEQ_CST);
+	if (!sleep || d < sleep)
 		sv_node_kick(node);
+}
+
+void sv_node_timer_forget(struct sv_node *node, struct sv_qp *qp)
+{
+	__atomic_store_n(&qp->timer_at, 0, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&node->lock);
+	if (qp->on_timer_list) {
+		sv_list_del(&qp->timer_link);
+		__atomic_store_n(&qp->on_timer_list, false, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&node->lock);
 }
 
 /* Returns the epoll timeout in ms until the earliest deadline (-1: none);
@@ -298,8 +312,15 @@ static void *progress_main(void *arg)
 
 	on_progress_thread = true;
 	for (;;) {
-		int timeout = serve_rings(node, run_timers(node));
-		int n = epoll_wait(node->epfd, evs, 64, timeout);
+		int timeout, n;
+
+		/* awake first, then look at the deadlines (sv_node_timer_update) */
+		__atomic_store_n(&node->sleep_until, 0, __ATOMIC_SEQ_CST);
+		timeout = serve_rings(node, run_timers(node));
+		__atomic_store_n(&node->sleep_until,
+				 timeout < 0 ? ~0ull : sv_now_ns() + (uint64_t)timeout * 1000000,
+				 __ATOMIC_SEQ_CST);
+		n = epoll_wait(node->epfd, evs, 64, timeout);
 
 		for (int i = 0; i < n; i++) {
 			struct sv_handler *h = evs[i].data.ptr;

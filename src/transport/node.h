@@ -77,7 +77,8 @@ struct sv_node {
 
 	struct sv_pgroup **groups;
 	uint32_t ngroups;
-	struct sv_list timers;       /* QPs with deadlines */
+	struct sv_list timers;       /* QPs that have had deadlines (left on it until destroyed) */
+	uint64_t sleep_until;        /* progress thread sleeps until (ns; 0: awake, ~0: no timer) */
 	struct sv_list pending;      /* inbound conns awaiting HELLO */
 	struct sv_list cmds;
 	struct sv_list graveyard;    /* closed conns (node lock) */
@@ -115,8 +116,12 @@ void sv_node_unwatch(struct sv_node *node, struct sv_handler *h);
 void sv_node_kick(struct sv_node *node);
 /* Run fn(arg) on the progress thread and wait for it. */
 void sv_node_sync(struct sv_node *node, void (*fn)(void *), void *arg);
-/* (Re)compute a QP's place on the timer list; caller holds qp->lock. */
+/* Publish a QP's earliest deadline to the progress thread; caller holds
+ * qp->lock.  Cheap on the fast path: no node lock once the QP is on the
+ * list, and no wake-up unless the thread would sleep past the deadline. */
 void sv_node_timer_update(struct sv_node *node, struct sv_qp *qp);
+/* Take a QP off the timer list for good (destroy). */
+void sv_node_timer_forget(struct sv_node *node, struct sv_qp *qp);
 bool sv_node_on_progress_thread(struct sv_node *node);
 
 #endif

@@ -272,7 +272,7 @@ static void qp_unlink(void *arg)
 	pthread_mutex_lock(&qp->lock);
 	sv_engine_qp_teardown(qp);
 	qp->ack_deadline = qp->rnr_deadline = qp->link_deadline = qp->gone_deadline = 0;
-	sv_node_timer_update(node, qp);
+	sv_node_timer_forget(node, qp);
 	pthread_mutex_unlock(&qp->lock);
 }
 

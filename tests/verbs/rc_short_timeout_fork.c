@@ -1,5 +1,6 @@
-/* Two processes, RC with a short local ACK timeout (timeout = 10: 4 ms,
- * retry_cnt = 2): SENDs posted right after RTS to a live peer that has its
+/* Two processes, RC with a short local ACK timeout (timeout = 13: 34 ms,
+ * retry_cnt = 2; shorter ones fail on a loaded 2-core machine, where the
+ * peer may not be scheduled for ~10 ms): SENDs posted right after RTS to a live peer that has its
  * receives posted succeed.  The transport timer measures a request's time on
  * the wire; connection setup behind RTR must not turn it into
  * RETRY_EXC_ERR, and every WR completes. */
@@ -15,7 +16,7 @@ int main(void)
 	int fd;
 
 	t_opts_default(&o, IBV_QPT_RC);
-	o.timeout = 10;
+	o.timeout = 13;
 	o.retry_cnt = 2;
 	pid_t pid = t_fork(&fd);
 	t_alarm(30);
