@@ -171,30 +171,55 @@ static unsigned int needed_access(uint32_t op)
 	}
 }
 
-/* Read-modify-write of 8 bytes in the peer, under the peer's atomic lock. */
+static uint64_t atomic_result(const struct sv_swqe *w, uint64_t orig)
+{
+	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP)
+		return orig == w->compare_add ? w->swap : orig;
+	return orig + w->compare_add;
+}
+
+/* Read-modify-write of 8 bytes in the peer, under the peer's atomic lock:
+ * in its memory we mapped (`mapped`), else by cross-memory attach. */
 static ssize_t direct_atomic(struct sv_conn *c, struct sv_swqe *w, uint64_t raddr,
-			     const struct iovec *local)
+			     const struct iovec *local, uint64_t *mapped)
 {
 	struct iovec v;
 	uint64_t orig, val;
-	ssize_t r;
+	ssize_t r = 8;
 
 	v.iov_base = &orig;
 	v.iov_len = 8;
 	sv_seg_atomic_lock(c->peer_seg);
-	r = sv_cma_copy(c->peer_pid, &v, 1, raddr, 8, 0);
-	if (r == 8) {
-		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP)
-			val = orig == w->compare_add ? w->swap : orig;
-		else
-			val = orig + w->compare_add;
-		v.iov_base = &val;
-		r = sv_cma_copy(c->peer_pid, &v, 1, raddr, 8, 1);
+	if (mapped) {
+		orig = __atomic_load_n(mapped, __ATOMIC_RELAXED);
+		__atomic_store_n(mapped, atomic_result(w, orig), __ATOMIC_RELAXED);
+	} else {
+		r = sv_cma_copy(c->peer_pid, &v, 1, raddr, 8, 0);
+		if (r == 8) {
+			val = atomic_result(w, orig);
+			v.iov_base = &val;
+			r = sv_cma_copy(c->peer_pid, &v, 1, raddr, 8, 1);
+		}
 	}
 	sv_seg_atomic_unlock(c->peer_seg);
 	if (r == 8)
 		memcpy(local->iov_base, &orig, 8);
 	return r;
+}
+
+/* Copy between local segments and the peer's memory we mapped. */
+static ssize_t copy_mapped(const struct iovec *iov, int n, uint8_t *remote, int to_remote)
+{
+	size_t off = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (to_remote)
+			memcpy(remote + off, iov[i].iov_base, iov[i].iov_len);
+		else
+			memcpy(iov[i].iov_base, remote + off, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	return (ssize_t)off;
 }
 
 /* Execute a WRITE/READ/atomic in the peer's memory ourselves, so the target's
@@ -209,6 +234,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	struct iovec iov[SV_PLACE_MAX_SEG];
 	struct sv_cma_ref ref;
 	enum ibv_wc_status st;
+	void *mapped;
 	size_t total;
 	int n;
 	ssize_t r;
@@ -241,8 +267,12 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 			     IBV_WC_REM_INV_REQ_ERR : IBV_WC_REM_ACCESS_ERR);
 		return true;
 	}
+	mapped = w->length ? sv_peer_map(&c->peer_maps, c->peer_seg, w->rkey >> 8, w->rkey,
+					 ref.raddr, w->length) : NULL;
 	if (need == IBV_ACCESS_REMOTE_ATOMIC)
-		r = direct_atomic(c, w, ref.raddr, iov);
+		r = direct_atomic(c, w, ref.raddr, iov, mapped);
+	else if (mapped)
+		r = copy_mapped(iov, n, mapped, to_remote);
 	else
 		r = w->length ? sv_cma_copy(c->peer_pid, iov, n, ref.raddr, w->length, to_remote) : 0;
 	sv_cma_release(&ref);
@@ -512,6 +542,7 @@ void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
 			c->peer_access = h->qkey;
 			c->cma_ok = !sv_env_int("SOFTVERBS_NO_CMA", 0) &&
 				    c->peer_uid == getuid() && sv_cma_probe(c->peer_pid, h->va);
+			c->peer_maps.pid = c->peer_pid;
 			c->pull_ok = c->cma_ok && (h->flags & SV_WF_PULL) &&
 				     qp->ibqp.qp_base.qp_type == IBV_QPT_RC;
 			sv_conn_shm_start(c);

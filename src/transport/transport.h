@@ -20,6 +20,7 @@
 
 #include "transport/node.h"
 #include "transport/shm/chan.h"
+#include "transport/shm/mrmap.h"
 #include "transport/shm/segment.h"
 #include "wire/proto.h"
 
@@ -74,6 +75,7 @@ struct sv_conn {
 	pid_t peer_pid;
 	uid_t peer_uid;
 	bool cma_ok;                 /* cross-memory attach into the peer works */
+	struct sv_peer_maps peer_maps;   /* the peer's registered memory we mapped */
 	uint32_t peer_pd, peer_access;   /* the peer QP's PD and access flags */
 	bool pull_ok;                /* outbound: the responder may pull large SENDs */
 	struct sv_wire_pull pull_tx[SV_WIRE_MAX_SGE];  /* descriptors of the request on the wire */

@@ -1,7 +1,8 @@
 /* Environment knobs: the one place that reads SOFTVERBS_* variables.
  *   SOFTVERBS_IP=a.b.c.d       the device's IPv4 address (default: first up non-loopback)
  *   SOFTVERBS_TRANSPORT=tcp     never use the same-host shared-memory path
- *   SOFTVERBS_NO_CMA=1          never use cross-memory attach (process_vm_*)
+ *   SOFTVERBS_NO_CMA=1          never use cross-memory attach (process_vm_*) nor shared MRs
+ *   SOFTVERBS_MR_SHARE=0        never move registered memory onto a memfd peers map
  *   SOFTVERBS_DEBUG=N           log level on stderr
  */
 #ifndef SV_UTIL_ENV_H

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "transport/shm/mrmap.h"
 #include "transport/shm/segment.h"
 #include "verbs/sv.h"
 
@@ -60,8 +61,20 @@ void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t l
 /* Same-host peers check rkeys in our segment before accessing directly. */
 static void publish(struct sv_mr *mr)
 {
+	struct sv_seg_mr_map map;
+
+	sv_mrmap_describe(mr->share, &map.fd, &map.addr, &map.len, &map.ino);
 	sv_seg_mr_publish(mr->index, mr->ibmr.rkey, mr->access, to_spd(mr->ibmr.pd)->id,
-			  (uintptr_t)mr->ibmr.addr, mr->ibmr.length, mr->iova);
+			  (uintptr_t)mr->ibmr.addr, mr->ibmr.length, mr->iova, &map);
+}
+
+/* Memory a same-host peer may map: only what it could reach at all. */
+static struct sv_mrmap *share(void *addr, size_t length, unsigned int access)
+{
+	if (access & IBV_ACCESS_ON_DEMAND ||
+	    !(access & (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)))
+		return NULL;
+	return sv_mrmap_share(addr, length);
 }
 
 static int table_insert(struct sv_mr *mr)
@@ -135,10 +148,12 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 	mr->ibmr.length = length;
 	mr->access = access;
 	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
+	mr->share = share(addr, length, access);
 	pthread_rwlock_wrlock(&mr_lock);
 	err = table_insert(mr);
 	pthread_rwlock_unlock(&mr_lock);
 	if (err) {
+		sv_mrmap_unshare(mr->share);
 		free(mr);
 		errno = err;
 		return NULL;
@@ -174,14 +189,23 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 	if ((flags & IBV_REREG_MR_CHANGE_PD) && !pd)
 		return IBV_REREG_MR_ERR_INPUT;
 
+	/* The write lock keeps our own engine out while memory moves. */
 	pthread_rwlock_wrlock(&mr_lock);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		sv_seg_mr_retract(mr->index);      /* peers out first */
+		sv_mrmap_unshare(mr->share);
+		mr->share = NULL;
 		mr->ibmr.addr = addr;
 		mr->ibmr.length = length;
 		mr->iova = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : (uintptr_t)addr;
 	}
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		mr->access = access;
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) ||
+	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !mr->share)) {
+		sv_seg_mr_retract(mr->index);
+		mr->share = share(mr->ibmr.addr, mr->ibmr.length, mr->access);
+	}
 	if (flags & IBV_REREG_MR_CHANGE_PD) {
 		sv_pd_put(mr->ibmr.pd);
 		sv_pd_get(pd);
@@ -203,6 +227,7 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	mr_table[mr->index] = NULL;
 	pthread_rwlock_unlock(&mr_lock);
 	sv_seg_mr_retract(mr->index);
+	sv_mrmap_unshare(mr->share);
 	sv_pd_put(mr->ibmr.pd);
 	free(mr);
 	return 0;

@@ -71,6 +71,7 @@ struct sv_mr {
 	unsigned int access;
 	uint64_t iova;               /* address the keys are valid for */
 	uint32_t index;              /* slot in the MR table */
+	struct sv_mrmap *share;      /* peers may map it (transport/shm/mrmap.h) */
 };
 
 struct sv_comp_channel {

@@ -91,7 +91,7 @@ void sv_seg_unmap(struct sv_seg *seg)
 }
 
 void sv_seg_mr_publish(uint32_t slot, uint32_t key, uint32_t access, uint32_t pd,
-		       uint64_t addr, uint64_t len, uint64_t iova)
+		       uint64_t addr, uint64_t len, uint64_t iova, const struct sv_seg_mr_map *map)
 {
 	struct sv_seg *s = sv_seg_self();
 	struct sv_seg_mr *m;
@@ -106,6 +106,10 @@ void sv_seg_mr_publish(uint32_t slot, uint32_t key, uint32_t access, uint32_t pd
 	m->addr = addr;
 	m->len = len;
 	m->iova = iova;
+	m->map_fd = map->fd;
+	m->map_addr = map->addr;
+	m->map_len = map->len;
+	m->map_ino = map->ino;
 	__atomic_add_fetch(&m->seq, 1, __ATOMIC_SEQ_CST);    /* even: stable */
 }
 

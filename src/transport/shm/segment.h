@@ -16,7 +16,7 @@
 #include <sys/types.h>
 
 #define SV_SEG_MAGIC   0x53565347u     /* "SVSG" */
-#define SV_SEG_VERSION 1
+#define SV_SEG_VERSION 2
 #define SV_SEG_MR_MAX  (1u << 16)      /* MR slots published to peers */
 
 struct sv_seg_mr {
@@ -26,7 +26,14 @@ struct sv_seg_mr {
 	uint32_t pd;
 	uint64_t addr, len, iova;
 	uint32_t inflight;           /* peers' direct accesses in progress */
-	uint32_t pad;
+	int32_t map_fd;              /* our memfd behind [map_addr, +map_len) (mrmap.h), -1: none */
+	uint64_t map_addr, map_len, map_ino;
+};
+
+/* How a peer may map an MR's memory (mrmap.h); fd -1: it may not. */
+struct sv_seg_mr_map {
+	int32_t fd;
+	uint64_t addr, len, ino;
 };
 
 struct sv_seg {
@@ -48,7 +55,7 @@ void sv_seg_unmap(struct sv_seg *seg);
 
 /* MR table publication (mr.c); slot is the MR's key >> 8. */
 void sv_seg_mr_publish(uint32_t slot, uint32_t key, uint32_t access, uint32_t pd,
-		       uint64_t addr, uint64_t len, uint64_t iova);
+		       uint64_t addr, uint64_t len, uint64_t iova, const struct sv_seg_mr_map *map);
 void sv_seg_mr_retract(uint32_t slot);      /* and wait for peers' accesses to end */
 
 void sv_seg_atomic_lock(struct sv_seg *seg);

@@ -140,6 +140,7 @@ void sv_conn_reap(struct sv_node *node)
 		struct sv_conn *c = sv_container_of(pos, struct sv_conn, pending_link);
 
 		sv_shm_chan_destroy(&c->shm);
+		sv_peer_maps_clear(&c->peer_maps);
 		sv_seg_unmap(c->peer_seg);
 		free(c->rbuf);
 		free(c);

@@ -1,0 +1,359 @@
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "transport/shm/mrmap.h"
+#include "util/env.h"
+#include "util/list.h"
+#include "util/log.h"
+
+#define SV_MRMAP_CHUNK (64ul << 20)   /* copied per step: bounds the extra memory */
+
+/* ---- owner side ---- */
+
+struct sv_mrmap {
+	struct sv_list link;
+	uintptr_t base;
+	size_t len;
+	int fd;                      /* -1 once private again (forked child) */
+	uint64_t ino;
+	int refs;                    /* MRs whose interior lies in it */
+};
+
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sv_list maps = SV_LIST_INIT(maps);
+
+static bool share_enabled(void)
+{
+	const char *t = sv_env_str("SOFTVERBS_TRANSPORT");
+
+	return sv_env_int("SOFTVERBS_MR_SHARE", 1) && !sv_env_int("SOFTVERBS_NO_CMA", 0) &&
+	       !(t && !strcmp(t, "tcp"));
+}
+
+/* Does every page of [a0, a1) belong to a VMA for which `ok` holds? */
+static bool range_all(uintptr_t a0, uintptr_t a1,
+		      bool (*ok)(const char *perms, uint64_t off, uint64_t ino, const char *path,
+				 uintptr_t start, const void *arg),
+		      const void *arg)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[4096 + 256];
+	uintptr_t cur = a0;
+
+	if (!f)
+		return false;
+	while (cur < a1 && fgets(line, sizeof(line), f)) {
+		unsigned long s, e, off, ino;
+		unsigned int maj, min;
+		char perms[5], *path;
+		int n = 0;
+
+		if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu %n", &s, &e, perms, &off, &maj, &min,
+			   &ino, &n) < 7 || !n)
+			break;
+		path = line + n;
+		path[strcspn(path, "\n")] = 0;
+		if (e <= cur)
+			continue;
+		if (s > cur || !ok(perms, off, ino, path, s, arg))
+			break;
+		cur = e;
+	}
+	fclose(f);
+	return cur >= a1;
+}
+
+static bool is_private_anon(const char *perms, uint64_t off, uint64_t ino, const char *path,
+			    uintptr_t start, const void *arg)
+{
+	(void)off; (void)start; (void)arg;
+	return !strcmp(perms, "rw-p") && !ino && (!path[0] || !strcmp(path, "[heap]"));
+}
+
+static bool is_ours(const char *perms, uint64_t off, uint64_t ino, const char *path,
+		    uintptr_t start, const void *arg)
+{
+	const struct sv_mrmap *m = arg;
+
+	(void)path;
+	return !strcmp(perms, "rw-s") && ino == m->ino && off == start - m->base;
+}
+
+/* Replace [base, base+len) by `fd`'s pages [0, len), same contents. */
+static int move_to_memfd(uintptr_t base, size_t len, int fd)
+{
+	for (size_t off = 0; off < len; off += SV_MRMAP_CHUNK) {
+		size_t k = len - off < SV_MRMAP_CHUNK ? len - off : SV_MRMAP_CHUNK;
+		void *tmp = mmap(NULL, k, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+
+		if (tmp == MAP_FAILED)
+			return -errno;
+		memcpy(tmp, (void *)(base + off), k);
+		munmap(tmp, k);
+		if (mmap((void *)(base + off), k, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+			 (off_t)off) == MAP_FAILED) {
+			/* The old pages may be gone already (mmap(2)): nothing to go back to. */
+			sv_err("registered memory at %#lx lost: %s", (unsigned long)(base + off),
+			       strerror(errno));
+			abort();
+		}
+	}
+	return 0;
+}
+
+/* The reverse: private anonymous pages with the same contents. */
+static void move_to_private(uintptr_t base, size_t len)
+{
+	for (size_t off = 0; off < len; off += SV_MRMAP_CHUNK) {
+		size_t k = len - off < SV_MRMAP_CHUNK ? len - off : SV_MRMAP_CHUNK;
+		void *tmp = mmap(NULL, k, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (tmp == MAP_FAILED) {
+			sv_err("cannot make registered memory private again: %s", strerror(errno));
+			return;           /* it stays shared: still valid memory */
+		}
+		memcpy(tmp, (void *)(base + off), k);
+		if (mremap(tmp, k, k, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(base + off)) ==
+		    MAP_FAILED) {
+			sv_err("cannot make registered memory private again: %s", strerror(errno));
+			munmap(tmp, k);
+			return;
+		}
+	}
+}
+
+/* A forked child must not share its parent's registered memory. */
+static void atfork_child(void)
+{
+	struct sv_list *pos;
+
+	pthread_mutex_init(&maps_lock, NULL);
+	for (pos = maps.next; pos != &maps; pos = pos->next) {
+		struct sv_mrmap *m = sv_container_of(pos, struct sv_mrmap, link);
+
+		if (m->fd < 0)
+			continue;
+		move_to_private(m->base, m->len);
+		close(m->fd);
+		m->fd = -1;
+	}
+}
+
+static void install_atfork(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+static struct sv_mrmap *find_overlap(uintptr_t a0, uintptr_t a1)
+{
+	struct sv_list *pos;
+
+	for (pos = maps.next; pos != &maps; pos = pos->next) {
+		struct sv_mrmap *m = sv_container_of(pos, struct sv_mrmap, link);
+
+		if (a0 < m->base + m->len && m->base < a1)
+			return m;
+	}
+	return NULL;
+}
+
+static struct sv_mrmap *share_new(uintptr_t a0, uintptr_t a1)
+{
+	struct sv_mrmap *m = calloc(1, sizeof(*m));
+	struct stat st;
+
+	if (!m)
+		return NULL;
+	m->base = a0;
+	m->len = a1 - a0;
+	m->refs = 1;
+	m->fd = memfd_create("softverbs-mr", MFD_CLOEXEC);
+	if (m->fd < 0 || ftruncate(m->fd, (off_t)m->len) || fstat(m->fd, &st) ||
+	    move_to_memfd(a0, m->len, m->fd)) {
+		if (m->fd >= 0)
+			close(m->fd);
+		free(m);
+		return NULL;
+	}
+	m->ino = st.st_ino;
+	sv_list_add_tail(&maps, &m->link);
+	sv_info("registered memory %#lx+%zu: peers on this host may map it",
+		(unsigned long)a0, m->len);
+	return m;
+}
+
+struct sv_mrmap *sv_mrmap_share(void *addr, size_t len)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a0 = ((uintptr_t)addr + page - 1) & ~(page - 1);
+	uintptr_t a1 = ((uintptr_t)addr + len) & ~(page - 1);
+	struct sv_mrmap *m;
+
+	if (!addr || (uintptr_t)addr + len < (uintptr_t)addr || a1 <= a0 || !share_enabled())
+		return NULL;
+	pthread_once(&once, install_atfork);
+	pthread_mutex_lock(&maps_lock);
+	m = find_overlap(a0, a1);
+	if (m) {
+		/* Inside one we made (and it is still there): share it; a partial
+		 * overlap is served by cross-memory attach. */
+		if (m->fd >= 0 && a0 >= m->base && a1 <= m->base + m->len &&
+		    range_all(a0, a1, is_ours, m))
+			m->refs++;
+		else
+			m = NULL;
+	} else if (range_all(a0, a1, is_private_anon, NULL)) {
+		m = share_new(a0, a1);
+	}
+	pthread_mutex_unlock(&maps_lock);
+	return m;
+}
+
+void sv_mrmap_unshare(struct sv_mrmap *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&maps_lock);
+	if (--m->refs) {
+		pthread_mutex_unlock(&maps_lock);
+		return;
+	}
+	sv_list_del(&m->link);
+	pthread_mutex_unlock(&maps_lock);
+	/* Only if the application has not unmapped or replaced it meanwhile. */
+	if (m->fd >= 0 && range_all(m->base, m->base + m->len, is_ours, m))
+		move_to_private(m->base, m->len);
+	if (m->fd >= 0)
+		close(m->fd);
+	free(m);
+}
+
+void sv_mrmap_describe(const struct sv_mrmap *m, int32_t *fd, uint64_t *addr, uint64_t *len,
+		       uint64_t *ino)
+{
+	*fd = m && m->fd >= 0 ? m->fd : -1;
+	*addr = m ? m->base : 0;
+	*len = m && m->fd >= 0 ? m->len : 0;
+	*ino = m ? m->ino : 0;
+}
+
+/* ---- peer side ---- */
+
+static int peer_fd(struct sv_peer_maps *pm, int32_t remote_fd)
+{
+	if (!pm->tried) {
+		pm->tried = true;
+		pm->pidfd = (int)syscall(SYS_pidfd_open, pm->pid, 0);
+	}
+	if (pm->pidfd < 0)
+		return -1;
+	return (int)syscall(SYS_pidfd_getfd, pm->pidfd, remote_fd, 0);
+}
+
+/* Drop mappings of MRs the peer has deregistered or re-registered. */
+static void peer_sweep(struct sv_peer_maps *pm, struct sv_seg *seg)
+{
+	for (uint32_t i = 0; i < pm->n;) {
+		struct sv_peer_map *p = &pm->v[i];
+
+		if (__atomic_load_n(&seg->mr[p->slot].key, __ATOMIC_ACQUIRE) == p->key) {
+			i++;
+			continue;
+		}
+		if (p->local)
+			munmap(p->local, p->len);
+		*p = pm->v[--pm->n];
+	}
+}
+
+/* Map the peer's memfd behind MR `slot` (NULL local: it has none, or we
+ * cannot take it; remembered so that we do not try again per operation). */
+static void *peer_open(struct sv_peer_maps *pm, const struct sv_seg_mr *m)
+{
+	int32_t rfd = m->map_fd;
+	uint64_t len = m->map_len, ino = m->map_ino;
+	struct stat st;
+	void *local;
+	int fd;
+
+	if (rfd < 0 || !len)
+		return NULL;
+	/* The caller's reference keeps the MR, hence the descriptor, alive. */
+	fd = peer_fd(pm, rfd);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || (uint64_t)st.st_ino != ino || (uint64_t)st.st_size < len) {
+		close(fd);
+		return NULL;
+	}
+	local = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (local == MAP_FAILED)
+		return NULL;
+	sv_info("mapped %" PRIu64 " bytes of pid %d's registered memory", len, (int)pm->pid);
+	return local;
+}
+
+static struct sv_peer_map *peer_add(struct sv_peer_maps *pm, struct sv_seg *seg, uint32_t slot,
+				    uint32_t key)
+{
+	struct sv_seg_mr *m = &seg->mr[slot];
+	struct sv_peer_map *p;
+
+	peer_sweep(pm, seg);
+	if (pm->n == pm->cap) {
+		uint32_t cap = pm->cap ? 2 * pm->cap : 8;
+		struct sv_peer_map *v = realloc(pm->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		pm->v = v;
+		pm->cap = cap;
+	}
+	p = &pm->v[pm->n++];
+	p->slot = slot;
+	p->key = key;
+	p->raddr = m->map_addr;
+	p->local = peer_open(pm, m);
+	p->len = p->local ? m->map_len : 0;
+	return p;
+}
+
+void *sv_peer_map(struct sv_peer_maps *pm, struct sv_seg *seg, uint32_t slot, uint32_t key,
+		  uint64_t raddr, uint64_t len)
+{
+	struct sv_peer_map *p = NULL;
+
+	for (uint32_t i = 0; i < pm->n; i++)
+		if (pm->v[i].slot == slot && pm->v[i].key == key) {
+			p = &pm->v[i];
+			break;
+		}
+	if (!p)
+		p = peer_add(pm, seg, slot, key);
+	if (!p || !p->local || raddr < p->raddr || len > p->len || raddr - p->raddr > p->len - len)
+		return NULL;
+	return p->local + (raddr - p->raddr);
+}
+
+void sv_peer_maps_clear(struct sv_peer_maps *pm)
+{
+	for (uint32_t i = 0; i < pm->n; i++)
+		if (pm->v[i].local)
+			munmap(pm->v[i].local, pm->v[i].len);
+	free(pm->v);
+	if (pm->tried && pm->pidfd >= 0)
+		close(pm->pidfd);
+	memset(pm, 0, sizeof(*pm));
+}

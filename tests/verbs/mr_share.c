@@ -1,0 +1,160 @@
+/* Registered memory that same-host peers map (transport/shm/mrmap.h):
+ * registration and deregistration keep the buffer's contents; while
+ * registered its pages are a memfd a peer writes, reads and updates
+ * atomically without system calls; afterwards they are private again; a
+ * forked child gets its own copy; memory that is not private anonymous is
+ * left alone and still reachable; two MRs may cover the same pages.
+ * Over TCP (verbs_tcp_mr_share) nothing is shared and everything else
+ * must hold just the same. */
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "common.h"
+
+#define LEN (64 * 1024)
+
+static bool tcp_only(void)
+{
+	const char *t = getenv("SOFTVERBS_TRANSPORT");
+
+	return t && !strcmp(t, "tcp");
+}
+
+/* Is the page at `p` backed by our memfd? */
+static bool shared_page(const void *p)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	bool found = false;
+
+	CHECK(f != NULL);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+
+		if (sscanf(line, "%lx-%lx", &s, &e) == 2 && (uintptr_t)p >= s && (uintptr_t)p < e) {
+			found = strstr(line, "softverbs-mr") != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* a WRITEs `seed` into b's [off, off+n) at `rkey`, then READs it back. */
+static void write_read(struct t_pair *p, uint8_t *dst, uint32_t rkey, size_t off, size_t n,
+		       uint8_t seed)
+{
+	t_fill(p->a.buf, n, seed);
+	CHECK_OK(t_post_rdma(p->a.qp, IBV_WR_RDMA_WRITE, 1, p->a.buf, n, p->a.mr->lkey,
+			     (uintptr_t)dst + off, rkey, IBV_SEND_SIGNALED));
+	CHECK_STATUS(t_wc(p->a.cq, 5000), IBV_WC_SUCCESS);
+	CHECK(t_check_fill(dst + off, n, seed));
+	memset(p->a.buf, 0, n);
+	CHECK_OK(t_post_rdma(p->a.qp, IBV_WR_RDMA_READ, 2, p->a.buf, n, p->a.mr->lkey,
+			     (uintptr_t)dst + off, rkey, IBV_SEND_SIGNALED));
+	CHECK_STATUS(t_wc(p->a.cq, 5000), IBV_WC_SUCCESS);
+	CHECK(t_check_fill(p->a.buf, n, seed));
+}
+
+static void private_buffer(struct t_pair *p)
+{
+	uint8_t *buf = CHECK_PTR(aligned_alloc(4096, LEN)), *ref = CHECK_PTR(malloc(LEN));
+	struct ibv_mr *mr;
+	uint64_t *word = (uint64_t *)(buf + 4096);
+	struct ibv_wc wc;
+	pid_t child;
+	int st;
+
+	t_fill(buf, LEN, 3);
+	memcpy(ref, buf, LEN);
+	mr = CHECK_PTR(ibv_reg_mr(p->b.pd, buf, LEN, T_ALL_ACCESS));
+	CHECK(!memcmp(buf, ref, LEN));                    /* contents kept */
+	CHECK_EQ(shared_page(buf), !tcp_only());
+
+	write_read(p, buf, mr->rkey, 100, 20000, 4);
+	CHECK(!memcmp(buf, ref, 100));                    /* around it: untouched */
+	CHECK(!memcmp(buf + 20100, ref + 20100, LEN - 20100));
+
+	*word = 40;
+	CHECK_OK(t_post_atomic(p->a.qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 3, p->a.buf, p->a.mr->lkey,
+			       (uintptr_t)word, mr->rkey, 2, 0));
+	wc = t_wc(p->a.cq, 5000);
+	CHECK_STATUS(wc, IBV_WC_SUCCESS);
+	CHECK_EQ(*(uint64_t *)p->a.buf, 40);
+	CHECK_EQ(*word, 42);
+
+	/* A forked child has its own copy: neither sees the other's stores. */
+	child = fork();
+	CHECK(child >= 0);
+	if (child == 0) {
+		bool ok = *word == 42;
+
+		*word = 7;
+		_exit(ok ? 0 : 1);
+	}
+	CHECK_EQ(waitpid(child, &st, 0), child);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ(*word, 42);
+
+	/* Deregistered: private again, contents kept. */
+	memset(buf, 0x5a, LEN);
+	CHECK_OK(ibv_dereg_mr(mr));
+	CHECK(!shared_page(buf));
+	for (size_t i = 0; i < LEN; i++)
+		CHECK_EQ(buf[i], 0x5a);
+	free(ref);
+	free(buf);
+}
+
+/* MAP_SHARED memory is not moved; peers reach it all the same. */
+static void shared_mapping(struct t_pair *p)
+{
+	uint8_t *buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+
+	CHECK(buf != MAP_FAILED);
+	t_fill(buf, LEN, 9);
+	mr = CHECK_PTR(ibv_reg_mr(p->b.pd, buf, LEN, T_ALL_ACCESS));
+	CHECK(!shared_page(buf));
+	write_read(p, buf, mr->rkey, 4096, 8192, 10);
+	CHECK_OK(ibv_dereg_mr(mr));
+	CHECK(t_check_fill(buf + 4096, 8192, 10));
+	munmap(buf, LEN);
+}
+
+/* Two MRs over the same pages, and a small one inside a page. */
+static void overlapping(struct t_pair *p)
+{
+	uint8_t *buf = CHECK_PTR(aligned_alloc(4096, LEN));
+	struct ibv_mr *m1, *m2, *small;
+
+	memset(buf, 0, LEN);
+	m1 = CHECK_PTR(ibv_reg_mr(p->b.pd, buf, LEN, T_ALL_ACCESS));
+	m2 = CHECK_PTR(ibv_reg_mr(p->b.pd, buf + 8192, 16384, T_ALL_ACCESS));
+	small = CHECK_PTR(ibv_reg_mr(p->b.pd, buf + 40000 + 10, 100, T_ALL_ACCESS));
+	write_read(p, buf, m2->rkey, 8192, 16384, 11);
+	write_read(p, buf, small->rkey, 40010, 100, 12);
+	CHECK_OK(ibv_dereg_mr(m1));
+	CHECK_EQ(shared_page(buf + 8192), !tcp_only());   /* m2 still holds it */
+	write_read(p, buf, m2->rkey, 8192 + 5, 1000, 13);
+	CHECK_OK(ibv_dereg_mr(m2));
+	CHECK_OK(ibv_dereg_mr(small));
+	CHECK(!shared_page(buf + 8192));
+	CHECK(t_check_fill(buf + 8192 + 5, 1000, 13));
+	free(buf);
+}
+
+int main(void)
+{
+	struct t_opts o;
+	struct t_pair p;
+
+	t_alarm(60);
+	t_opts_default(&o, IBV_QPT_RC);
+	t_pair_open(&p, &o);
+	private_buffer(&p);
+	shared_mapping(&p);
+	overlapping(&p);
+	t_pair_close(&p);
+	return 0;
+}
