@@ -103,9 +103,14 @@ static enum ibv_wc_status add_pull(struct sv_qp *qp, struct sv_swqe *w, struct s
 			      &total);
 	if (st != IBV_WC_SUCCESS)
 		return st;
-	for (int i = 0; i < n; i++) {
-		c->pull_tx[i].addr = (uintptr_t)iov[i].iov_base;
-		c->pull_tx[i].len = iov[i].iov_len;
+	/* iov[] holds the non-empty SGEs in order */
+	for (uint32_t i = 0, k = 0; i < w->num_sge && k < (uint32_t)n; i++) {
+		if (!w->sge[i].length)
+			continue;
+		c->pull_tx[k].addr = (uintptr_t)iov[k].iov_base;
+		c->pull_tx[k].len = (uint32_t)iov[k].iov_len;
+		c->pull_tx[k].key = w->sge[i].lkey;
+		k++;
 	}
 	f->hdr.flags |= SV_WF_PULL;
 	f->hdr.rlen = total;

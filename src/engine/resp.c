@@ -93,6 +93,22 @@ static void pull_begin(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire
 	c->place.discard = false;
 }
 
+/* Local addresses of the requester's pieces, if all lie in memory of its
+ * we could map (mrmap.h); else cross-memory attach reads them. */
+static bool pull_mapped(struct sv_conn *c, int n, struct iovec *src)
+{
+	for (int i = 0; i < n; i++) {
+		const struct sv_wire_pull *d = &c->pull_rx[i];
+
+		src[i].iov_base = sv_peer_map_pull(&c->peer_maps, c->peer_seg, d->key, d->addr,
+						   d->len);
+		src[i].iov_len = d->len;
+		if (!src[i].iov_base)
+			return false;
+	}
+	return true;
+}
+
 static void pull_end(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
 	struct iovec remote[SV_WIRE_MAX_SGE];
@@ -100,13 +116,20 @@ static void pull_end(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_h
 	uint64_t sum = 0;
 	ssize_t r;
 
-	for (int i = 0; i < n; i++) {
-		remote[i].iov_base = (void *)(uintptr_t)c->pull_rx[i].addr;
-		remote[i].iov_len = c->pull_rx[i].len;
+	for (int i = 0; i < n; i++)
 		sum += c->pull_rx[i].len;
+	if (sum != h->rlen) {
+		r = -EINVAL;
+	} else if (pull_mapped(c, n, remote)) {
+		sv_iov_copy(qp->rctx.dst, qp->rctx.ndst, remote, n);
+		r = (ssize_t)sum;
+	} else {
+		for (int i = 0; i < n; i++) {
+			remote[i].iov_base = (void *)(uintptr_t)c->pull_rx[i].addr;
+			remote[i].iov_len = c->pull_rx[i].len;
+		}
+		r = sv_cma_pull(c->peer_pid, qp->rctx.dst, qp->rctx.ndst, remote, n, h->rlen);
 	}
-	r = sum == h->rlen ? sv_cma_pull(c->peer_pid, qp->rctx.dst, qp->rctx.ndst, remote, n,
-					 h->rlen) : -EINVAL;
 	if (r < 0) {
 		/* the requester's own memory failed: its request was invalid */
 		qp->rctx.nak = SV_NAK_REM_OP;

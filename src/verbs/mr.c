@@ -68,11 +68,11 @@ static void publish(struct sv_mr *mr)
 			  (uintptr_t)mr->ibmr.addr, mr->ibmr.length, mr->iova, &map);
 }
 
-/* Memory a same-host peer may map: only what it could reach at all. */
+/* Memory same-host peers may map: with remote rights for one-sided
+ * operations, without them for the large SENDs they pull from us. */
 static struct sv_mrmap *share(void *addr, size_t length, unsigned int access)
 {
-	if (access & IBV_ACCESS_ON_DEMAND ||
-	    !(access & (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)))
+	if (access & IBV_ACCESS_ON_DEMAND)
 		return NULL;
 	return sv_mrmap_share(addr, length);
 }
@@ -201,11 +201,8 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 	}
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		mr->access = access;
-	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) ||
-	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !mr->share)) {
-		sv_seg_mr_retract(mr->index);
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
 		mr->share = share(mr->ibmr.addr, mr->ibmr.length, mr->access);
-	}
 	if (flags & IBV_REREG_MR_CHANGE_PD) {
 		sv_pd_put(mr->ibmr.pd);
 		sv_pd_get(pd);

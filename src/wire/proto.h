@@ -54,7 +54,8 @@ enum {
 /* A pulled SEND's payload: where the message lies in the requester. */
 struct sv_wire_pull {
 	uint64_t addr;
-	uint64_t len;
+	uint32_t len;
+	uint32_t key;                /* the requester's lkey: lets the responder map it */
 };
 static_assert(sizeof(struct sv_wire_pull) == 16, "pull descriptor is 16 bytes");
 

@@ -4,8 +4,8 @@
  * atomically without system calls; afterwards they are private again; a
  * forked child gets its own copy; memory that is not private anonymous is
  * left alone and still reachable; two MRs may cover the same pages.
- * Over TCP (verbs_tcp_mr_share) nothing is shared and everything else
- * must hold just the same. */
+ * Over TCP (verbs_tcp_mr_share) or with SOFTVERBS_MR_SHARE=0 nothing is
+ * shared and everything else must hold just the same. */
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -13,11 +13,12 @@
 
 #define LEN (64 * 1024)
 
-static bool tcp_only(void)
+/* Over TCP, or with SOFTVERBS_MR_SHARE=0 (verbs_cma_mr_share), nothing is shared. */
+static bool sharing_off(void)
 {
-	const char *t = getenv("SOFTVERBS_TRANSPORT");
+	const char *t = getenv("SOFTVERBS_TRANSPORT"), *m = getenv("SOFTVERBS_MR_SHARE");
 
-	return t && !strcmp(t, "tcp");
+	return (t && !strcmp(t, "tcp")) || (m && !strcmp(m, "0"));
 }
 
 /* Is the page at `p` backed by our memfd? */
@@ -69,7 +70,7 @@ static void private_buffer(struct t_pair *p)
 	memcpy(ref, buf, LEN);
 	mr = CHECK_PTR(ibv_reg_mr(p->b.pd, buf, LEN, T_ALL_ACCESS));
 	CHECK(!memcmp(buf, ref, LEN));                    /* contents kept */
-	CHECK_EQ(shared_page(buf), !tcp_only());
+	CHECK_EQ(shared_page(buf), !sharing_off());
 
 	write_read(p, buf, mr->rkey, 100, 20000, 4);
 	CHECK(!memcmp(buf, ref, 100));                    /* around it: untouched */
@@ -135,7 +136,7 @@ static void overlapping(struct t_pair *p)
 	write_read(p, buf, m2->rkey, 8192, 16384, 11);
 	write_read(p, buf, small->rkey, 40010, 100, 12);
 	CHECK_OK(ibv_dereg_mr(m1));
-	CHECK_EQ(shared_page(buf + 8192), !tcp_only());   /* m2 still holds it */
+	CHECK_EQ(shared_page(buf + 8192), !sharing_off());   /* m2 still holds it */
 	write_read(p, buf, m2->rkey, 8192 + 5, 1000, 13);
 	CHECK_OK(ibv_dereg_mr(m2));
 	CHECK_OK(ibv_dereg_mr(small));

@@ -347,6 +347,49 @@ void *sv_peer_map(struct sv_peer_maps *pm, struct sv_seg *seg, uint32_t slot, ui
 	return p->local + (raddr - p->raddr);
 }
 
+void *sv_peer_map_pull(struct sv_peer_maps *pm, struct sv_seg *seg, uint32_t key,
+		       uint64_t addr, uint64_t len)
+{
+	uint32_t slot = key >> 8, seq;
+	struct sv_seg_mr *m;
+	bool ok;
+
+	if (!seg || slot >= SV_SEG_MR_MAX || !len)
+		return NULL;
+	m = &seg->mr[slot];
+	seq = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
+	ok = !(seq & 1) && __atomic_load_n(&m->key, __ATOMIC_ACQUIRE) == key &&
+	     addr >= m->addr && len <= m->len && addr - m->addr <= m->len - len &&
+	     __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE) == seq;
+	/* The requester keeps the MR until our ACK (deregistering it earlier
+	 * is the application's error, and leaves us a stale, harmless map). */
+	return ok ? sv_peer_map(pm, seg, slot, key, addr, len) : NULL;
+}
+
+void sv_iov_copy(const struct iovec *dst, int nd, const struct iovec *src, int ns)
+{
+	size_t doff = 0, soff = 0;
+	int i = 0, j = 0;
+
+	while (i < nd && j < ns) {
+		size_t k = dst[i].iov_len - doff;
+
+		if (src[j].iov_len - soff < k)
+			k = src[j].iov_len - soff;
+		memcpy((uint8_t *)dst[i].iov_base + doff, (const uint8_t *)src[j].iov_base + soff, k);
+		doff += k;
+		soff += k;
+		if (doff == dst[i].iov_len) {
+			i++;
+			doff = 0;
+		}
+		if (soff == src[j].iov_len) {
+			j++;
+			soff = 0;
+		}
+	}
+}
+
 void sv_peer_maps_clear(struct sv_peer_maps *pm)
 {
 	for (uint32_t i = 0; i < pm->n; i++)

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "transport/shm/segment.h"
 
@@ -58,6 +59,13 @@ struct sv_peer_maps {
  * attach. */
 void *sv_peer_map(struct sv_peer_maps *pm, struct sv_seg *seg, uint32_t slot, uint32_t key,
 		  uint64_t raddr, uint64_t len);
+/* The same for memory the peer offered us to read (a pulled SEND): `key`
+ * is its lkey, checked against its MR table; no access rights needed. */
+void *sv_peer_map_pull(struct sv_peer_maps *pm, struct sv_seg *seg, uint32_t key,
+		       uint64_t addr, uint64_t len);
 void sv_peer_maps_clear(struct sv_peer_maps *pm);
+
+/* Copy the bytes of src[] into dst[] (scatter-gather, up to the shorter). */
+void sv_iov_copy(const struct iovec *dst, int nd, const struct iovec *src, int ns);
 
 #endif
