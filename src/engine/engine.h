@@ -32,6 +32,8 @@ void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
  * its channels have ready, so a polling application never waits for the
  * progress thread to be scheduled. */
 void sv_engine_drive(struct sv_node *node, struct sv_cq *cq);
+/* An application thread is about to sleep (ibv_req_notify_cq): writers ring doorbells. */
+void sv_engine_stop_polling(void);
 void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq);
 void sv_engine_drive_forget(struct sv_conn *c);
 void sv_engine_drive_register_dgram(struct sv_qp *qp);

@@ -338,7 +338,7 @@ void sv_req_arm_ack_timer(struct sv_qp *qp)
 
 	if (!qp->ack_deadline && t && qp->sq.head != qp->sq.tail &&
 	    qp->ibqp.qp_base.qp_type == IBV_QPT_RC) {
-		qp->ack_deadline = sv_now_ns() + t;
+		qp->ack_deadline = sv_now_ns_upper() + t;   /* once per burst: keep it cheap */
 		sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
 	}
 }

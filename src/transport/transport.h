@@ -72,6 +72,7 @@ struct sv_conn {
 	struct sv_shm_chan shm;
 	struct sv_list shm_link;     /* node's list of ring channels */
 	struct sv_seg *peer_seg;     /* the peer's published MR table */
+	uint64_t peer_poll_seen;     /* its last_poll_ns when we last looked */
 	pid_t peer_pid;
 	uid_t peer_uid;
 	bool cma_ok;                 /* cross-memory attach into the peer works */

@@ -82,6 +82,8 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	else
 		cq->armed = true;
 	pthread_mutex_unlock(&cq->lock);
+	/* About to sleep: ring writers should ring the doorbell again. */
+	sv_engine_stop_polling();
 	return 0;
 }
 

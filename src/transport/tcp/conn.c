@@ -177,11 +177,19 @@ bool sv_conn_doorbell_drain(struct sv_conn *c)
 	return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
+/* The peer's stamp moved since we last looked: it polls (no clock needed);
+ * else it polls if the stamp is recent.  A stamp of 0: it went to sleep. */
 static bool peer_polling(struct sv_conn *c)
 {
 	uint64_t last = c->peer_seg ? __atomic_load_n(&c->peer_seg->last_poll_ns, __ATOMIC_RELAXED) : 0;
 
-	return last && sv_now_ns() - last < SV_PEER_POLL_NS;
+	if (!last)
+		return false;
+	if (last != c->peer_poll_seen) {
+		c->peer_poll_seen = last;
+		return true;
+	}
+	return sv_now_ns() - last < SV_PEER_POLL_NS;
 }
 
 static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
