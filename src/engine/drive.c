@@ -23,7 +23,7 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 
 	if (c->drive_cq)
 		sv_engine_drive_forget(c);
-	c->drive_cq = cq;
+	__atomic_store_n(&c->drive_cq, cq, __ATOMIC_RELEASE);
 	if (!c->shm_on) {
 		if (!epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev))
 			__atomic_add_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
@@ -36,7 +36,9 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 
 		if (!r) {
 			pthread_mutex_unlock(&cq->drive_lock);
-			return;          /* the progress thread still serves it */
+			/* not looked at by pollers: the progress thread must serve it */
+			__atomic_store_n(&c->drive_cq, NULL, __ATOMIC_RELEASE);
+			return;
 		}
 		cq->rings = r;
 		cq->rings_cap = n;
@@ -52,7 +54,7 @@ void sv_engine_drive_forget(struct sv_conn *c)
 
 	if (!cq)
 		return;
-	c->drive_cq = NULL;
+	__atomic_store_n(&c->drive_cq, NULL, __ATOMIC_RELEASE);
 	if (c->h.fd >= 0 && !epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL))
 		__atomic_sub_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&cq->drive_lock);
@@ -82,20 +84,38 @@ static void drive_one(struct sv_conn *c)
 }
 
 
-/* Tell ring writers we poll (they skip the doorbell).  The clock costs more
- * than the rest of an empty poll, so it is read every 16th poll of a CQ (a
- * heuristic: concurrent pollers may lose counts). */
-static void stamp_polling(struct sv_cq *cq)
+/* Tell ring writers we poll (they skip the doorbell).  Every poll counts,
+ * also one that finds completions (the progress thread may have pushed
+ * them): a stale stamp brings doorbells, which wake the progress thread,
+ * which then takes the work, so that the stamp goes staler still.  The
+ * clock costs more than the rest of an empty poll, so it is read every
+ * 16th poll of a CQ (a heuristic: concurrent pollers may lose counts). */
+void sv_engine_polling(struct sv_cq *cq)
 {
 	uint32_t polls = __atomic_load_n(&cq->polls, __ATOMIC_RELAXED);
 	struct sv_seg *self;
 
+	uint64_t now;
+
 	__atomic_store_n(&cq->polls, polls + 1, __ATOMIC_RELAXED);
 	if (polls & 15)
 		return;
+	now = sv_now_ns();
+	__atomic_store_n(&cq->last_poll_ns, now, __ATOMIC_RELAXED);
 	self = sv_seg_self();
 	if (self)
-		__atomic_store_n(&self->last_poll_ns, sv_now_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&self->last_poll_ns, now, __ATOMIC_RELAXED);
+}
+
+/* Is an application thread polling the CQ this ring channel completes to?
+ * Then the progress thread leaves the ring to it: serving it too would only
+ * make the two fight over the QP's lock. */
+bool sv_engine_poller_active(struct sv_conn *c, uint64_t now)
+{
+	struct sv_cq *cq = __atomic_load_n(&c->drive_cq, __ATOMIC_ACQUIRE);
+	uint64_t last = cq ? __atomic_load_n(&cq->last_poll_ns, __ATOMIC_RELAXED) : 0;
+
+	return last && now - last < SV_POLLER_ACTIVE_NS;
 }
 
 void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
@@ -120,7 +140,6 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 				ready[k++] = c;
 		}
 		pthread_mutex_unlock(&cq->drive_lock);
-		stamp_polling(cq);
 		for (int i = 0; i < k; i++)
 			drive_one(ready[i]);
 	}
@@ -139,10 +158,11 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
 }
 
-void sv_engine_stop_polling(void)
+void sv_engine_stop_polling(struct sv_cq *cq)
 {
 	struct sv_seg *self = sv_seg_self();
 
+	__atomic_store_n(&cq->last_poll_ns, 0, __ATOMIC_RELAXED);
 	if (self)
 		__atomic_store_n(&self->last_poll_ns, 0, __ATOMIC_RELAXED);
 }

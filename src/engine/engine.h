@@ -33,7 +33,11 @@ void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
  * progress thread to be scheduled. */
 void sv_engine_drive(struct sv_node *node, struct sv_cq *cq);
 /* An application thread is about to sleep (ibv_req_notify_cq): writers ring doorbells. */
-void sv_engine_stop_polling(void);
+void sv_engine_stop_polling(struct sv_cq *cq);
+#define SV_POLLER_ACTIVE_NS 20000
+bool sv_engine_poller_active(struct sv_conn *c, uint64_t now);
+/* Every poll of `cq` by an application thread (cheap). */
+void sv_engine_polling(struct sv_cq *cq);
 void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq);
 void sv_engine_drive_forget(struct sv_conn *c);
 void sv_engine_drive_register_dgram(struct sv_qp *qp);

@@ -473,6 +473,12 @@ void sv_engine_on_conn(struct sv_handler *h, uint32_t events)
 		 * that has gone may have left frames in the ring: read them first. */
 		bool gone = events && sv_conn_doorbell_drain(c);
 
+		if (!gone && sv_node_on_progress_thread(c->node) &&
+		    sv_engine_poller_active(c, sv_now_ns())) {
+			c->node->rings_left = true;        /* look again soon */
+			pthread_mutex_unlock(&qp->lock);
+			return;
+		}
 		sv_xmit_flush(c);
 		sv_rx_process(c);
 		if (gone)

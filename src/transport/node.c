@@ -227,7 +227,8 @@ void sv_node_timer_update(struct sv_node *node, struct sv_qp *qp)
 
 	/* The progress thread stores sleep_until, then reads timer_at; we store
 	 * timer_at, then read sleep_until (both seq_cst): one of us sees the
-	 * other's store, so a deadline is never slept through. */
+	 * other's store, so a deadline is never slept through.  0: it is awake
+	 * and will look at the deadlines before it sleeps: no kick. */
 	__atomic_store_n(&qp->timer_at, d, __ATOMIC_SEQ_CST);
 	if (!d)
 		return;                 /* stays listed: run_timers skips it */
@@ -240,7 +241,7 @@ void sv_node_timer_update(struct sv_node *node, struct sv_qp *qp)
 		pthread_mutex_unlock(&node->lock);
 	}
 	sleep = __atomic_load_n(&node->sleep_until, __ATOMIC_SEQ_CST);
-	if (!sleep || d < sleep)
+	if (sleep && d < sleep)
 		sv_node_kick(node);
 }
 
@@ -294,15 +295,35 @@ static int serve_rings(struct sv_node *node, int timeout)
 {
 	struct sv_conn *ready[64];
 	bool any;
-	int n = sv_conn_shm_arm_all(node, ready, 64, &any);
+	int n = sv_conn_shm_arm_all(node, ready, 64, &any), served = 0;
+	uint64_t now = sv_now_ns();
 
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		if (sv_engine_poller_active(ready[i], now)) {
+			node->rings_left = true;
+			continue;
+		}
 		sv_engine_on_conn(&ready[i]->h, 0);
-	if (n)
+		served++;
+	}
+	if (served)
 		return 0;
+	/* Rings left to a poller: look again soon, in case it stops. */
+	if (node->rings_left) {
+		node->rings_left = false;
+		if (timeout < 0 || timeout > 1)
+			return 1;
+	}
 	if (any && (timeout < 0 || timeout > SV_SHM_MAX_SLEEP_MS))
 		return SV_SHM_MAX_SLEEP_MS;
 	return timeout;
+}
+
+static void set_sleep(struct sv_node *node, int timeout_ms)
+{
+	__atomic_store_n(&node->sleep_until,
+			 timeout_ms < 0 ? ~0ull : sv_now_ns() + (uint64_t)timeout_ms * 1000000,
+			 __ATOMIC_SEQ_CST);
 }
 
 static void *progress_main(void *arg)
@@ -312,15 +333,19 @@ static void *progress_main(void *arg)
 
 	on_progress_thread = true;
 	for (;;) {
-		int timeout, n;
+		int timeout = serve_rings(node, run_timers(node)), again, n;
 
-		/* awake first, then look at the deadlines (sv_node_timer_update) */
-		__atomic_store_n(&node->sleep_until, 0, __ATOMIC_SEQ_CST);
-		timeout = serve_rings(node, run_timers(node));
-		__atomic_store_n(&node->sleep_until,
-				 timeout < 0 ? ~0ull : sv_now_ns() + (uint64_t)timeout * 1000000,
-				 __ATOMIC_SEQ_CST);
+		/* Say until when we sleep, then look at the deadlines once more:
+		 * one published before that store is seen now, one published
+		 * after it kicks us if it is earlier (sv_node_timer_update). */
+		set_sleep(node, timeout);
+		again = run_timers(node);
+		if (again >= 0 && (timeout < 0 || again < timeout)) {
+			timeout = again;
+			set_sleep(node, timeout);
+		}
 		n = epoll_wait(node->epfd, evs, 64, timeout);
+		__atomic_store_n(&node->sleep_until, 0, __ATOMIC_SEQ_CST);   /* awake */
 
 		for (int i = 0; i < n; i++) {
 			struct sv_handler *h = evs[i].data.ptr;

@@ -54,6 +54,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 
 	if (num_entries < 0)
 		return -1;
+	sv_engine_polling(cq);
 	/* Cheap emptiness check first: pollers spin here. */
 	if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
 		sv_engine_drive(to_sctx(ibcq->context)->node, cq);
@@ -83,7 +84,7 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		cq->armed = true;
 	pthread_mutex_unlock(&cq->lock);
 	/* About to sleep: ring writers should ring the doorbell again. */
-	sv_engine_stop_polling();
+	sv_engine_stop_polling(cq);
 	return 0;
 }
 
@@ -140,6 +141,7 @@ static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 
 	if (attr->comp_mask)
 		return EINVAL;
+	sv_engine_polling(cq);
 	if (cq->batch_i == cq->batch_n &&
 	    __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED))
 		sv_engine_drive(to_sctx(cq->ibcq.context)->node, cq);
