@@ -16,9 +16,18 @@ sv_perftest_table() {
 # loaded:
 #  - perftest's own CPU clock sampling fails ("Correlation coefficient r^2
 #    < 0.9 ... Can't produce a report");
-#  - known issue (open): with -R, the client's connection is sometimes
-#    rejected (RDMA_CM_EVENT_REJECTED, status 8: "no listener") although the
-#    server listens.
+#  - with -R, the client's connection is sometimes rejected
+#    (RDMA_CM_EVENT_REJECTED, status 8: "no listener"), and the client then
+#    dies of SIGSEGV (status 139).  That is perftest's own race: after the
+#    handshake on its first rdma_cm connection, the server creates, binds and
+#    listens on a new id for the test's QPs while the client already
+#    connects; a connection that comes first is refused, as an IB CM answers
+#    a REQ for a service nobody listens on.  perftest means to retry (up to
+#    10 times, 100 ms apart), but the retry crashes in rdma_resolve_addr on
+#    an id pointer whose bytes are a sockaddr_in (the server's address and
+#    port): memory perftest freed and reused (compare linux-rdma/perftest
+#    issue 93, "connect retry fails").  Delaying the server's second
+#    rdma_listen by 300 ms (an LD_PRELOAD shim) reproduces it every time.
 sv_perftest_flake() {
   local slog=$1 clog=$2
   shift 2
