@@ -90,6 +90,8 @@ fi
 sv_run_env "$SV_BUILD" || sv_fail "cannot set up the environment for $SV_BUILD"
 SV_SANITIZE=$SV_RUN_SANITIZE
 SV_ENV=("${SV_RUN_ENV[@]}")
+# shellcheck source=tests/perftest-checks.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../perftest-checks.sh"
 
 SV_TMP=$(mktemp -d "${TMPDIR:-/tmp}/softverbs-$SV_NAME.XXXXXX")
 
@@ -150,7 +152,7 @@ sv_sanitizer_report() {
 #   perftest: perftest's result table: a "#bytes" header and a row of numbers
 #   exit:     nothing beyond the exit status
 sv_check() {
-  local kind=$1 role=$2 log=$3
+  local kind=$1 role=$2 log=$3 table
   case $kind in
     pingpong)
       if ! grep -Eq '^[0-9]+ bytes in [0-9.]+ seconds' "$log"; then
@@ -158,10 +160,10 @@ sv_check() {
       fi
       grep -E '^[0-9]+ (bytes|iters) in [0-9.]+ seconds' "$log" | sed "s/^/$role measured: /" ;;
     perftest)
-      if ! awk '/^ *#bytes/ { hdr = 1; next } hdr && /^ *[0-9]/ { ok = 1; exit } END { exit !ok }' "$log"; then
+      if ! table=$(sv_perftest_table "$log"); then
         sv_log "$role printed no result table"; return 1
       fi
-      awk '/^ *#bytes/ { hdr = 1; print; next } hdr && /^ *[0-9]/ { print; exit }' "$log" | sed "s/^/$role measured: /" ;;
+      sed "s/^/$role measured: /" <<<"$table" ;;
     exit) ;;
     *) sv_fail "sv_check: unknown kind $kind" ;;
   esac

@@ -4,13 +4,9 @@
 # short run), with ARGS on both sides; both must exit 0 with their result
 # table.
 #
-# Retried once, and reported, are two failures that say nothing about
-# softverbs' results, when the machine is very loaded:
-#  - perftest's own CPU clock sampling fails ("Correlation coefficient r^2
-#    < 0.9 ... Can't produce a report");
-#  - known issue (open): with -R, the client's connection is sometimes
-#    rejected (RDMA_CM_EVENT_REJECTED, status 8: "no listener") although the
-#    server listens.
+# Retried once, and reported, are the failures that say nothing about
+# softverbs' results (tests/perftest-checks.sh, sv_perftest_flake: perftest
+# cannot sample its CPU clock, the known -R rejected-connection issue).
 # Any other failure fails at once.
 set -euo pipefail
 build=$1 port=$2 prog=$3
@@ -22,12 +18,8 @@ args=("$@")
 if (sv_perftest "$prog" "${args[@]}"); then
   exit 0
 fi
-if grep -q "Can't produce a report" "$SV_TMP/server.log" "$SV_TMP/client.log"; then
-  sv_log "perftest could not sample its CPU clock (machine loaded); retrying once"
-elif [[ " ${args[*]} " == *" -R "* ]] && grep -q 'RDMA_CM_EVENT_REJECTED' "$SV_TMP/client.log"; then
-  sv_log "KNOWN ISSUE: rdma_cm connection rejected (status 8) under load; retrying once"
-else
+why=$(sv_perftest_flake "$SV_TMP/server.log" "$SV_TMP/client.log" "${args[@]}") ||
   sv_fail "$prog ${args[*]} failed"
-fi
+sv_log "$why; retrying once"
 SV_PORT=$(sv_free_port)
 sv_perftest "$prog" "${args[@]}"

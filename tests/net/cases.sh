@@ -132,6 +132,32 @@ case_rdma_server() {
   svn_pair 7471
 }
 
+# --- perftest ------------------------------------------------------------------
+
+# perftest PROG [ARGS]...: Debian's perftest PROG across hosts (svn_perftest),
+# in its default mode, with --use_old_post_send and with -R, then once with
+# each further ARGS (one word list); every run is judged on its own, the case
+# fails at the end if any of them failed.
+perftest() {
+  local prog=$1 args run
+  shift
+  svn_hosts_up
+  for args in "" --use_old_post_send -R "$@"; do
+    read -r -a run <<<"$args"
+    svn_perftest "$prog" "${run[@]}"
+  done
+  svn_perftest_done
+}
+
+case_perftest_send_bw() { perftest ib_send_bw '-c UC' '-c UD' --use-srq '-q 4' '-a -n 20'; }
+case_perftest_send_lat() { perftest ib_send_lat '-c UC' '-c UD'; }
+case_perftest_write_bw() { perftest ib_write_bw '-c UC' '-q 4' '-a -n 20'; }
+case_perftest_write_lat() { perftest ib_write_lat '-c UC'; }
+case_perftest_read_bw() { perftest ib_read_bw '-q 4' '-a -n 20'; }
+case_perftest_read_lat() { perftest ib_read_lat; }
+case_perftest_atomic_bw() { perftest ib_atomic_bw '-A CMP_AND_SWAP'; }
+case_perftest_atomic_lat() { perftest ib_atomic_lat '-A CMP_AND_SWAP'; }
+
 # --- failures ----------------------------------------------------------------
 
 case_kill_server() { svn_hosts_up; svn_failure_run 18515 kill; }

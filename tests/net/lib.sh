@@ -10,6 +10,8 @@
 #   SVN_SERVER=(ibv_rc_pingpong -n 1000)
 #   SVN_CLIENT=(ibv_rc_pingpong -n 1000 10.77.0.1)
 #   svn_pair 18515                         # both exit 0, print "bytes in"
+#   svn_perftest ib_send_bw -R             # a perftest pair; more may follow
+#   svn_perftest_done                      # fails if any of them failed
 #
 # Each test gets its own pair of hosts, named after the test's PID
 # (sv-p<PID>-h1/h2), so tests can run side by side and a pair left behind by
@@ -35,6 +37,8 @@ SVN_SERVER=()
 SVN_CLIENT=()
 SVN_SERVER_EXPECT=()     # extended regexes the server's output must match
 SVN_CLIENT_EXPECT=()
+SVN_CLIENT_CHECK=()      # a command that must accept the client's log (its
+                         # last argument); what it prints is shown
 SVN_EXTRA_ENV=()         # more VAR=value for both programs
 declare -A SVN_PID=()    # role -> pid of the program (in its host)
 declare -A SVN_LOG=()    # role -> its output
@@ -62,10 +66,13 @@ export SOFTVERBS_HOSTS_ID=$SVN_ID
 . "$(dirname "${BASH_SOURCE[0]}")/../run-env.sh"
 sv_run_env "$SVN_BUILD" || svn_fail "cannot find the sanitizer runtime of the $SV_RUN_SANITIZE build in $SVN_BUILD"
 SVN_ENV=("${SV_RUN_ENV[@]}")
+# shellcheck source=tests/perftest-checks.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../perftest-checks.sh"
 
 SVN_TMP=$(mktemp -d "${TMPDIR:-/tmp}/softverbs-net-$SVN_NAME.XXXXXX")
 
-svn_cleanup() {
+# Kill whatever program still runs.
+svn_stop() {
   local role pid
   for role in "${!SVN_PID[@]}"; do
     pid=${SVN_PID[$role]}
@@ -74,6 +81,10 @@ svn_cleanup() {
       wait "$pid" 2>/dev/null || true
     fi
   done
+}
+
+svn_cleanup() {
+  svn_stop
   if ((SVN_UP)); then
     "$SVN_HOSTS" down || true
   fi
@@ -218,9 +229,10 @@ SVN_PINGPONG='^[0-9]+ bytes in [0-9.]+ seconds'
 # svn_pair PORT: server ${SVN_SERVER[@]} in h1, once it listens on TCP PORT
 # the client ${SVN_CLIENT[@]} in h2.  Both must exit 0 and print what
 # SVN_SERVER_EXPECT / SVN_CLIENT_EXPECT ask for (default: the pingpong
-# "bytes in ... seconds" line).
+# "bytes in ... seconds" line); the client's output must pass
+# SVN_CLIENT_CHECK, if set.
 svn_pair() {
-  local port=$1 src=0 crc=0 ok=1 waited=0
+  local port=$1 src=0 crc=0 ok=1 waited=0 out
   ((${#SVN_SERVER_EXPECT[@]})) || SVN_SERVER_EXPECT=("$SVN_PINGPONG")
   ((${#SVN_CLIENT_EXPECT[@]})) || SVN_CLIENT_EXPECT=("$SVN_PINGPONG")
   svn_need "${SVN_CLIENT[0]}"
@@ -270,6 +282,13 @@ svn_pair() {
   if svn_sanitizer_report "${SVN_LOG[client]}"; then svn_log "sanitizer report from the client"; ok=0; fi
   svn_expect server "${SVN_SERVER_EXPECT[@]}" || ok=0
   svn_expect client "${SVN_CLIENT_EXPECT[@]}" || ok=0
+  if ((${#SVN_CLIENT_CHECK[@]})); then
+    if out=$("${SVN_CLIENT_CHECK[@]}" "${SVN_LOG[client]}"); then
+      printf '%s\n' "$out" | sed 's/^/client measured: /'
+    else
+      svn_log "the client's output fails the check '${SVN_CLIENT_CHECK[*]}'"; ok=0
+    fi
+  fi
   ((ok)) || svn_fail "server: ${SVN_SERVER[*]}; client: ${SVN_CLIENT[*]}"
   svn_log "PASS: server: ${SVN_SERVER[*]}; client: ${SVN_CLIENT[*]}"
 }
@@ -350,4 +369,66 @@ svn_failure_run() {
   if svn_sanitizer_report "${SVN_LOG[client]}"; then svn_log "sanitizer report from the client"; ok=0; fi
   ((ok)) || svn_fail "ibv_rc_pingpong after the server's $how"
   svn_log "PASS: the client failed cleanly after the server's $how"
+}
+
+# --- perftest ------------------------------------------------------------------
+
+# svn_perftest PROG ARGS...: one pair of Debian's perftest PROG, a short run
+# on our device: server `PROG -d softverbs0 -p PORT -n 100 ARGS` in h1, client
+# the same plus 10.77.0.1 in h2 (a -n in ARGS wins: perftest takes the last).
+# Every run, and a retry, takes the next port from 18515 on.  Both must exit
+# 0, the client must print its result table (sv_perftest_table), with -a down
+# to the 8 MiB row.  A failure that says nothing about softverbs
+# (sv_perftest_flake) is retried once.  Unlike svn_pair, a failure does not
+# end the test: it is logged ("FAIL: ...") and counted, and the next run
+# goes on; svn_perftest_done ends the series.
+SVN_PERFTEST_PORT=18515
+SVN_PERFTEST_RUNS=0
+SVN_PERFTEST_FAILED=()
+SVN_PERFTEST_RETRIED=()
+
+svn_perftest() {
+  local try port why=
+  svn_need "$1"
+  SVN_PERFTEST_RUNS=$((SVN_PERFTEST_RUNS + 1))
+  for try in 1 2; do
+    svn_log "--- perftest run $SVN_PERFTEST_RUNS${why:+ (retry)}: $*"
+    port=$SVN_PERFTEST_PORT
+    SVN_PERFTEST_PORT=$((port + 1))
+    if svn_perftest_pair "$port" "$@"; then
+      return 0
+    fi
+    ((try == 1)) || break
+    # svn_start's logs, left by the subshell
+    why=$(sv_perftest_flake "$SVN_TMP/server.log" "$SVN_TMP/client.log" "$@") || break
+    svn_log "$why; retrying once"
+    SVN_PERFTEST_RETRIED+=("$* ($why)")
+  done
+  SVN_PERFTEST_FAILED+=("$*")
+}
+
+# svn_perftest_pair PORT PROG ARGS...: svn_pair in a subshell, whose exit
+# (svn_fail) ends only this run; it stops the programs it leaves behind.
+svn_perftest_pair() (
+  local port=$1 prog=$2
+  shift 2
+  trap svn_stop EXIT
+  trap 'exit 143' TERM INT HUP
+  SVN_SERVER=("$prog" -d softverbs0 -p "$port" -n 100 "$@")
+  SVN_CLIENT=("${SVN_SERVER[@]}" "$SVN_H1")
+  SVN_SERVER_EXPECT=('')
+  SVN_CLIENT_EXPECT=('')
+  [[ " $* " != *" -a "* ]] || SVN_CLIENT_EXPECT=('^ *8388608 ')
+  SVN_CLIENT_CHECK=(sv_perftest_table)
+  svn_pair "$port"
+)
+
+# svn_perftest_done: after a series of svn_perftest, fail if any run failed.
+svn_perftest_done() {
+  local r
+  for r in "${SVN_PERFTEST_RETRIED[@]}"; do svn_log "retried once: $r"; done
+  for r in "${SVN_PERFTEST_FAILED[@]}"; do svn_log "failed: $r"; done
+  ((${#SVN_PERFTEST_FAILED[@]} == 0)) ||
+    svn_fail "${#SVN_PERFTEST_FAILED[@]} of $SVN_PERFTEST_RUNS perftest runs failed"
+  svn_log "PASS: all $SVN_PERFTEST_RUNS perftest runs"
 }
