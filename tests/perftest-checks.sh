@@ -12,8 +12,8 @@ sv_perftest_table() {
 
 # sv_perftest_flake SERVER_LOG CLIENT_LOG ARGS...: is the failure of a pair
 # run with ARGS one of those that say nothing about softverbs' results and
-# are retried once?  Prints which.  Both happen when the machine is very
-# loaded:
+# are retried (twice at most: they come in bursts)?  Prints which.  Both
+# happen when the machine is very loaded:
 #  - perftest's own CPU clock sampling fails ("Correlation coefficient r^2
 #    < 0.9 ... Can't produce a report");
 #  - with -R, the client's connection is sometimes rejected
