@@ -229,9 +229,12 @@ void sv_node_timer_update(struct sv_node *node, struct sv_qp *qp)
 	 * timer_at, then read sleep_until (both seq_cst): one of us sees the
 	 * other's store, so a deadline is never slept through.  0: it is awake
 	 * and will look at the deadlines before it sleeps: no kick. */
+	if (!d) {
+		/* stays listed, run_timers skips it; waking for nothing is harmless */
+		__atomic_store_n(&qp->timer_at, 0, __ATOMIC_RELAXED);
+		return;
+	}
 	__atomic_store_n(&qp->timer_at, d, __ATOMIC_SEQ_CST);
-	if (!d)
-		return;                 /* stays listed: run_timers skips it */
 	if (!__atomic_load_n(&qp->on_timer_list, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&node->lock);
 		if (!qp->on_timer_list) {

@@ -73,6 +73,7 @@ struct sv_conn {
 	struct sv_list shm_link;     /* node's list of ring channels */
 	struct sv_seg *peer_seg;     /* the peer's published MR table */
 	uint64_t peer_poll_seen;     /* its last_poll_ns when we last looked */
+	uint32_t peer_poll_same;     /* writes since it last changed */
 	pid_t peer_pid;
 	uid_t peer_uid;
 	bool cma_ok;                 /* cross-memory attach into the peer works */

@@ -177,8 +177,12 @@ bool sv_conn_doorbell_drain(struct sv_conn *c)
 	return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
-/* The peer's stamp moved since we last looked: it polls (no clock needed);
- * else it polls if the stamp is recent.  A stamp of 0: it went to sleep. */
+/* The peer's stamp moved since we last looked: it polls (no clock needed).
+ * Unchanged for a while (it stamps every 16th poll; a receiver that takes
+ * many frames per poll stamps less often than we write), it polls if the
+ * stamp is recent.  A stamp of 0: it went to sleep (ibv_req_notify_cq). */
+#define SV_PEER_POLL_CHECK 32     /* writes between clock checks of an unchanged stamp */
+
 static bool peer_polling(struct sv_conn *c)
 {
 	uint64_t last = c->peer_seg ? __atomic_load_n(&c->peer_seg->last_poll_ns, __ATOMIC_RELAXED) : 0;
@@ -187,8 +191,12 @@ static bool peer_polling(struct sv_conn *c)
 		return false;
 	if (last != c->peer_poll_seen) {
 		c->peer_poll_seen = last;
+		c->peer_poll_same = 0;
 		return true;
 	}
+	if (++c->peer_poll_same < SV_PEER_POLL_CHECK)
+		return true;
+	c->peer_poll_same = 0;
 	return sv_now_ns() - last < SV_PEER_POLL_NS;
 }
 
