@@ -22,6 +22,7 @@
 #define SV_RBUF_LEN     (256 * 1024)
 #define SV_DIRECT_MIN   (64 * 1024)   /* payloads this large skip the staging buffer */
 #define SV_RX_READS     16            /* reads from the channel per wake-up, for fairness */
+#define SV_RING_STAGE   2048          /* least a ring read stages (small frames) */
 
 static void rx_frames(struct sv_conn *c);
 
@@ -81,8 +82,10 @@ void sv_place_reset(struct sv_place *p)
 static size_t rbuf_avail(const struct sv_conn *c) { return c->rb_end - c->rb_start; }
 
 /* Refill the staging buffer with up to `want` bytes (sockets: as much as
- * is there, to save system calls; rings: just what is asked, so payloads go
- * straight to their destination).  Returns false on EAGAIN, EOF or error. */
+ * is there, to save system calls; rings: what is asked but at least
+ * SV_RING_STAGE, so that a run of small frames takes one ring read while a
+ * large payload still goes mostly straight to its destination).  Returns
+ * false on EAGAIN, EOF or error. */
 static bool rbuf_fill(struct sv_conn *c, size_t want)
 {
 	size_t room;
@@ -101,6 +104,8 @@ static bool rbuf_fill(struct sv_conn *c, size_t want)
 		c->rb_start = 0;
 	}
 	room = SV_RBUF_LEN - c->rb_end;
+	if (want < SV_RING_STAGE)
+		want = SV_RING_STAGE;
 	if (c->shm_on && want < room)
 		room = want;
 	r = sv_conn_read(c, c->rbuf + c->rb_end, room);
