@@ -3,10 +3,12 @@
  *
  * Hardware verbs pin registered memory for DMA, so after fork() the child's
  * copy-on-write could move pages under the device; rdma-core's ibv_fork_init
- * marks registered ranges MADV_DONTFORK to prevent that.  softverbs moves
- * data with ordinary loads and stores in this process and never pins pages,
- * so fork() is always safe: there is nothing to initialise, and the
- * per-range hooks used by providers have nothing to do.
+ * marks registered ranges MADV_DONTFORK to prevent that.  softverbs never
+ * pins pages; registered memory that same-host peers map is a shared memfd
+ * mapping, which a forked child gets as a private copy
+ * (transport/shm/mrmap.c, an atfork handler), as a fork-safe kernel gives a
+ * child copies of pinned pages.  So fork() is always safe: there is nothing
+ * to initialise, and the per-range hooks used by providers have nothing to do.
  */
 #include <infiniband/verbs.h>
 #include <stddef.h>
