@@ -59,7 +59,8 @@ run_suite() {
     runner=(setarch "$(uname -m)" -R)
   fi
 
-  # Races inside application buffers are the application's (tests/tsan.supp).
+  # Suppressions (tests/tsan.supp; races in application buffers, which are the
+  # application's, the engine hides from TSan itself: src/util/tsan.h).
   local -x TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }suppressions=$PWD/tests/tsan.supp"
 
   junit=$(mktemp "${TMPDIR:-/tmp}/softverbs-junit.XXXXXX")
