@@ -16,6 +16,7 @@
 #include "util/env.h"
 #include "util/log.h"
 #include "util/time.h"
+#include "util/tsan.h"
 
 #define SV_RECONNECT_NS (20ull * 1000 * 1000)
 
@@ -196,8 +197,10 @@ static ssize_t direct_atomic(struct sv_conn *c, struct sv_swqe *w, uint64_t radd
 	v.iov_len = 8;
 	sv_seg_atomic_lock(c->peer_seg);
 	if (mapped) {
+		sv_dma_begin();
 		orig = __atomic_load_n(mapped, __ATOMIC_RELAXED);
 		__atomic_store_n(mapped, atomic_result(w, orig), __ATOMIC_RELAXED);
+		sv_dma_end();
 	} else {
 		r = sv_cma_copy(c->peer_pid, &v, 1, raddr, 8, 0);
 		if (r == 8) {
@@ -212,11 +215,13 @@ static ssize_t direct_atomic(struct sv_conn *c, struct sv_swqe *w, uint64_t radd
 	return r;
 }
 
-/* Copy between local segments and the peer's memory we mapped. */
+/* Copy between local segments and the peer's memory we mapped (DMA, for
+ * TSan: util/tsan.h). */
 static ssize_t copy_mapped(const struct iovec *iov, int n, uint8_t *remote, int to_remote)
 {
 	size_t off = 0;
 
+	sv_dma_begin();
 	for (int i = 0; i < n; i++) {
 		if (to_remote)
 			memcpy(remote + off, iov[i].iov_base, iov[i].iov_len);
@@ -224,6 +229,7 @@ static ssize_t copy_mapped(const struct iovec *iov, int n, uint8_t *remote, int 
 			memcpy(iov[i].iov_base, remote + off, iov[i].iov_len);
 		off += iov[i].iov_len;
 	}
+	sv_dma_end();
 	return (ssize_t)off;
 }
 

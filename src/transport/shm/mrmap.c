@@ -15,6 +15,7 @@
 #include "util/env.h"
 #include "util/list.h"
 #include "util/log.h"
+#include "util/tsan.h"
 
 #define SV_MRMAP_CHUNK (64ul << 20)   /* copied per step: bounds the extra memory */
 
@@ -371,6 +372,7 @@ void sv_iov_copy(const struct iovec *dst, int nd, const struct iovec *src, int n
 	size_t doff = 0, soff = 0;
 	int i = 0, j = 0;
 
+	sv_dma_begin();         /* application buffers on both sides (util/tsan.h) */
 	while (i < nd && j < ns) {
 		size_t k = dst[i].iov_len - doff;
 
@@ -388,6 +390,7 @@ void sv_iov_copy(const struct iovec *dst, int nd, const struct iovec *src, int n
 			soff = 0;
 		}
 	}
+	sv_dma_end();
 }
 
 void sv_peer_maps_clear(struct sv_peer_maps *pm)
