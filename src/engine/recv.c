@@ -239,10 +239,13 @@ static void rx_end(struct sv_conn *c)
 			sv_req_kick(c->qp);     /* requests waited for the channel */
 		return;
 	}
-	if (c->outbound)
+	if (c->outbound) {
+		if (c->tx_since_rx)
+			__atomic_store_n(&c->tx_since_rx, 0, __ATOMIC_RELAXED);
 		sv_comp_end(c->qp, c);
-	else
+	} else {
 		sv_resp_end(c->qp, c);
+	}
 }
 
 /* The responder needs room for a response before it takes a request. */

@@ -83,6 +83,10 @@ struct sv_node {
 	struct sv_list graveyard;    /* closed conns (node lock) */
 	struct sv_list shm_conns;    /* ring channels (node lock) */
 	int drivers;                 /* application threads inside sv_engine_drive */
+	struct sv_list cqs;          /* every CQ of the node's contexts (node lock) */
+	int spinning_cqs;            /* CQs a poller spins on (engine/drive.c) */
+	uint64_t last_spin_ns;       /* when a spin last began */
+	bool ticking;                /* the progress thread checks spins every ms */
 	uint8_t *udp_buf;            /* progress thread's datagram buffer */
 };
 
@@ -118,5 +122,11 @@ void sv_node_sync(struct sv_node *node, void (*fn)(void *), void *arg);
 /* (Re)compute a QP's place on the timer list; caller holds qp->lock. */
 void sv_node_timer_update(struct sv_node *node, struct sv_qp *qp);
 bool sv_node_on_progress_thread(struct sv_node *node);
+/* CQs whose spins the progress thread ends when nobody polls any more. */
+struct sv_cq;
+void sv_node_add_cq(struct sv_node *node, struct sv_cq *cq);
+void sv_node_del_cq(struct sv_node *node, struct sv_cq *cq);
+/* A spin began: make sure the progress thread checks it. */
+void sv_node_spin_watch(struct sv_node *node);
 
 #endif
