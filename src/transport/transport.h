@@ -100,6 +100,7 @@ struct sv_conn {
 	uint8_t *rbuf;               /* staging buffer for small frames */
 	size_t rb_start, rb_end;
 	int rx_reads_left;           /* fairness budget of the current wake-up */
+	bool rx_drained;             /* TCP: a read this wake-up came back short */
 
 	/* transmit: requester frame (outbound) or response queue (inbound) */
 	struct sv_txframe req;
