@@ -15,6 +15,33 @@
 #include "engine/engine.h"
 #include "util/time.h"
 
+/* The CQ's TCP channels, which its spinning pollers take (drive_lock held).
+ * One missing (no memory) is simply never taken. */
+static void socks_add(struct sv_cq *cq, struct sv_conn *c)
+{
+	if (cq->nsocks == cq->socks_cap) {
+		uint32_t n = cq->socks_cap ? cq->socks_cap * 2 : 8;
+		struct sv_conn **r = realloc(cq->socks, n * sizeof(*r));
+
+		if (!r)
+			return;
+		cq->socks = r;
+		cq->socks_cap = n;
+	}
+	cq->socks[cq->nsocks] = c;
+	__atomic_store_n(&cq->nsocks, cq->nsocks + 1, __ATOMIC_RELEASE);
+}
+
+static void socks_del(struct sv_cq *cq, struct sv_conn *c)
+{
+	for (uint32_t i = 0; i < cq->nsocks; i++)
+		if (cq->socks[i] == c) {
+			cq->socks[i] = cq->socks[cq->nsocks - 1];
+			__atomic_store_n(&cq->nsocks, cq->nsocks - 1, __ATOMIC_RELEASE);
+			return;
+		}
+}
+
 /* Let application threads polling `cq` process this channel: socket
  * channels through the CQ's epoll set, ring channels by looking at the ring. */
 void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
@@ -25,8 +52,14 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 		sv_engine_drive_forget(c);
 	__atomic_store_n(&c->drive_cq, cq, __ATOMIC_RELEASE);
 	if (!c->shm_on) {
-		if (!epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev))
-			__atomic_add_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
+		if (epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev))
+			return;
+		__atomic_add_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
+		if (c->is_unix)
+			return;          /* same host: becomes a ring channel, or another user's */
+		pthread_mutex_lock(&cq->drive_lock);
+		socks_add(cq, c);
+		pthread_mutex_unlock(&cq->drive_lock);
 		return;
 	}
 	pthread_mutex_lock(&cq->drive_lock);
@@ -64,7 +97,79 @@ void sv_engine_drive_forget(struct sv_conn *c)
 			__atomic_store_n(&cq->nrings, cq->nrings - 1, __ATOMIC_RELEASE);
 			break;
 		}
+	socks_del(cq, c);
+	sv_conn_spin_off(c, false);      /* the progress thread serves it again */
 	pthread_mutex_unlock(&cq->drive_lock);
+}
+
+/*
+ * Spinning.  While an application thread spins on a CQ (its last poll found
+ * nothing), the progress thread is not woken for input on the CQ's TCP
+ * channels: the poller reads them itself, and a woken progress thread would
+ * only take a core from it (two spinning processes on two cores) and race
+ * it for the QP lock.  The spin ends, and the progress thread watches them
+ * again, when a poll returns completions, when the CQ is armed for an event,
+ * or when the CQ has not been polled for SV_SPIN_STALE_NS (the progress
+ * thread checks every millisecond while any CQ spins): input that arrived
+ * meanwhile then wakes it at once (epoll is level-triggered).
+ */
+#define SV_SPIN_STALE_NS (200 * 1000ull)
+
+/* The poller takes the channels whose input it waits for, one message at a
+ * time: responses to a single request in flight (outbound), and requests
+ * while they complete receives.  Other requests (RDMA WRITE, READ) and
+ * the responses of a stream the progress thread serves in parallel with it
+ * (taking those cost ib_write_bw 15-20 %). */
+static bool spin_takes(struct sv_conn *c)
+{
+	if (c->outbound)
+		return __atomic_load_n(&c->tx_since_rx, __ATOMIC_RELAXED) <= 1;
+	return __atomic_load_n(&c->rx_completes, __ATOMIC_RELAXED);
+}
+
+/* Take the CQ's channels (on) or give them back.  All or none: while the
+ * progress thread must serve one of them anyway (RDMA WRITEs arriving),
+ * keeping it off the others only makes its wake-ups for that one slower
+ * (measured: ib_write_lat), so the spin is not taken. */
+static bool cq_spin(struct sv_node *node, struct sv_cq *cq, bool on)
+{
+	pthread_mutex_lock(&cq->drive_lock);
+	for (uint32_t i = 0; i < cq->nsocks && on; i++)
+		on = spin_takes(cq->socks[i]);
+	if (cq->spinning != on) {
+		__atomic_store_n(&cq->spinning, on, __ATOMIC_RELAXED);
+		for (uint32_t i = 0; i < cq->nsocks; i++)
+			sv_conn_spin_off(cq->socks[i], on);
+		__atomic_add_fetch(&node->spinning_cqs, on ? 1 : -1, __ATOMIC_SEQ_CST);
+		if (on)
+			__atomic_store_n(&node->last_spin_ns, sv_now_ns(), __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&cq->drive_lock);
+	return on;
+}
+
+void sv_engine_spin_start(struct sv_node *node, struct sv_cq *cq)
+{
+	/* (sv_engine_polling stamps last_poll_ns, which ends stale spins) */
+	if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&cq->nsocks, __ATOMIC_ACQUIRE))
+		return;
+	if (cq_spin(node, cq, true))
+		sv_node_spin_watch(node);
+}
+
+void sv_engine_spin_end(struct sv_node *node, struct sv_cq *cq)
+{
+	if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED))
+		cq_spin(node, cq, false);
+}
+
+/* Progress thread, node lock held: end the spins nobody polls any more. */
+void sv_engine_spin_reap(struct sv_node *node, struct sv_cq *cq, uint64_t now)
+{
+	if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED) &&
+	    now - __atomic_load_n(&cq->last_poll_ns, __ATOMIC_RELAXED) > SV_SPIN_STALE_NS)
+		cq_spin(node, cq, false);
 }
 
 static void drive_one(struct sv_conn *c)

@@ -41,6 +41,10 @@ void sv_engine_polling(struct sv_cq *cq);
 void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq);
 void sv_engine_drive_forget(struct sv_conn *c);
 void sv_engine_drive_register_dgram(struct sv_qp *qp);
+/* A poll found the CQ empty / returned completions or armed it. */
+void sv_engine_spin_start(struct sv_node *node, struct sv_cq *cq);
+void sv_engine_spin_end(struct sv_node *node, struct sv_cq *cq);
+void sv_engine_spin_reap(struct sv_node *node, struct sv_cq *cq, uint64_t now);
 void sv_engine_wait_drivers(struct sv_node *node);
 /* An application thread about to run the engine (post, modify): channels it
  * may close stay allocated until it leaves. */

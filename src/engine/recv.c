@@ -85,6 +85,37 @@ void sv_place_reset(struct sv_place *p)
 
 static size_t rbuf_avail(const struct sv_conn *c) { return c->rb_end - c->rb_start; }
 
+/* May this wake-up read the channel once more?  Fairness limits reads; and
+ * for an application thread polling, a TCP read that came back short
+ * emptied the socket (the kernel copies until its queue is empty), so
+ * another would only say EAGAIN: the poller comes back at once, and epoll
+ * (level-triggered) reports whatever arrived meanwhile.  The progress
+ * thread reads on: for it, stopping means sleeping and being woken again
+ * while a stream is still arriving (ib_write_bw -s 8: 15-20 % fewer
+ * messages). */
+static bool rx_may_read(struct sv_conn *c)
+{
+	if (!c->rx_reads_left || c->rx_drained)
+		return false;
+	c->rx_reads_left--;
+	return true;
+}
+
+static ssize_t rx_read_done(struct sv_conn *c, ssize_t r, size_t asked)
+{
+	if (r >= 0 && (size_t)r < asked && !c->is_unix && !c->shm_on &&
+	    !sv_node_on_progress_thread(c->node))
+		c->rx_drained = true;
+	return r;
+}
+
+/* A new wake-up of the receive machine. */
+static void rx_wakeup(struct sv_conn *c)
+{
+	c->rx_reads_left = SV_RX_READS;
+	c->rx_drained = false;
+}
+
 /* Refill the staging buffer with up to `want` bytes (sockets: as much as
  * is there, to save system calls; rings: what is asked but at least
  * SV_RING_STAGE, so that a run of small frames takes one ring read while a
@@ -97,9 +128,8 @@ static bool rbuf_fill(struct sv_conn *c, size_t want)
 
 	/* Fairness limits reads, never frames already staged: those would
 	 * sit unseen, as the socket they came from reports nothing more. */
-	if (!c->rx_reads_left)
+	if (!rx_may_read(c))
 		return false;
-	c->rx_reads_left--;
 	if (c->rb_start == c->rb_end)
 		c->rb_start = c->rb_end = 0;
 	if (c->rb_end == SV_RBUF_LEN) {
@@ -112,7 +142,7 @@ static bool rbuf_fill(struct sv_conn *c, size_t want)
 		want = SV_RING_STAGE;
 	if (c->shm_on && want < room)
 		room = want;
-	r = sv_conn_read(c, c->rbuf + c->rb_end, room);
+	r = rx_read_done(c, sv_conn_read(c, c->rbuf + c->rb_end, room), room);
 	if (r <= 0)
 		return false;
 	c->rb_end += r;
@@ -155,10 +185,9 @@ static bool rx_direct(struct sv_conn *c)
 		want -= k;
 		n++;
 	}
-	if (!c->rx_reads_left)
+	if (!rx_may_read(c))
 		return false;
-	c->rx_reads_left--;
-	r = sv_conn_readv(c, iov, n);
+	r = rx_read_done(c, sv_conn_readv(c, iov, n), c->rx_remain - want);
 	if (r <= 0)
 		return false;
 	place_advance(p, r);
@@ -248,10 +277,13 @@ static void rx_end(struct sv_conn *c)
 			sv_req_kick(c->qp);     /* requests waited for the channel */
 		return;
 	}
-	if (c->outbound)
+	if (c->outbound) {
+		if (c->tx_since_rx)
+			__atomic_store_n(&c->tx_since_rx, 0, __ATOMIC_RELAXED);
 		sv_comp_end(c->qp, c);
-	else
+	} else {
 		sv_resp_end(c->qp, c);
+	}
 }
 
 /* The responder needs room for a response before it takes a request. */
@@ -267,7 +299,7 @@ void sv_rx_process(struct sv_conn *c)
 {
 	struct sv_qp *qp = c->qp;
 
-	c->rx_reads_left = SV_RX_READS;
+	rx_wakeup(c);
 	for (;;) {
 		bool was_paused;
 
@@ -401,7 +433,7 @@ static void attach_inbound(struct sv_conn *c)
 	struct sv_qp *qp;
 	struct sv_wire_hdr *h = &c->rx_hdr;
 
-	c->rx_reads_left = SV_RX_READS;
+	rx_wakeup(c);
 	if (!rx_header(c)) {
 		if (c->dead)
 			sv_conn_close(c);

@@ -351,6 +351,9 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 	}
 	if (!qp->rctx.drop && is_rc(qp))
 		qp->epsn = (qp->epsn + 1) & 0xffffff;
+	/* spinning pollers wait for requests that complete receives only */
+	if (c->rx_completes != qp->rctx.have_wqe)
+		__atomic_store_n(&c->rx_completes, qp->rctx.have_wqe, __ATOMIC_RELAXED);
 	if (qp->rctx.ack && !(sv_opinfo[h->opcode].flags & (SV_OPF_ATOMIC)) &&
 	    h->opcode != SV_OP_READ_REQ)
 		sv_xmit_ack(c, qp, h->psn);

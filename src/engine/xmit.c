@@ -150,8 +150,10 @@ static struct sv_txframe *next_frame(struct sv_conn *c)
 static void frame_done(struct sv_conn *c, struct sv_txframe *f)
 {
 	f->in_use = false;
-	if (f == &c->req)
+	if (f == &c->req) {
+		__atomic_store_n(&c->tx_since_rx, c->tx_since_rx + 1, __ATOMIC_RELAXED);
 		sv_req_sent(c->qp, f->wqe_idx);
+	}
 	else if (f != &c->ctrl) {
 		c->resp_head++;
 		if (c->paused && c->qp && c->resp_tail - c->resp_head <= SV_RESPQ_LEN / 2)

@@ -329,6 +329,54 @@ static void set_sleep(struct sv_node *node, int timeout_ms)
 			 __ATOMIC_SEQ_CST);
 }
 
+/* ---- spinning pollers (engine/drive.c) ---- */
+
+#define SV_SPIN_TICK_MS 1
+#define SV_SPIN_LINGER_NS (10ull * 1000 * 1000)   /* keep ticking after the last spin */
+
+void sv_node_add_cq(struct sv_node *node, struct sv_cq *cq)
+{
+	pthread_mutex_lock(&node->lock);
+	sv_list_add_tail(&node->cqs, &cq->spin_link);
+	pthread_mutex_unlock(&node->lock);
+}
+
+void sv_node_del_cq(struct sv_node *node, struct sv_cq *cq)
+{
+	sv_engine_spin_end(node, cq);
+	pthread_mutex_lock(&node->lock);
+	sv_list_del(&cq->spin_link);
+	pthread_mutex_unlock(&node->lock);
+}
+
+void sv_node_spin_watch(struct sv_node *node)
+{
+	/* Pairs with spin_tick: it clears `ticking`, then counts spins. */
+	if (!__atomic_load_n(&node->ticking, __ATOMIC_SEQ_CST))
+		sv_node_kick(node);
+}
+
+/* While CQs spin, wake every millisecond to end the spins nobody polls any
+ * more: their channels' input would otherwise wait for a poll. */
+static int spin_tick(struct sv_node *node, int timeout)
+{
+	uint64_t now = sv_now_ns();
+	struct sv_list *pos, *tmp;
+
+	if (!__atomic_load_n(&node->spinning_cqs, __ATOMIC_SEQ_CST) &&
+	    now - __atomic_load_n(&node->last_spin_ns, __ATOMIC_RELAXED) > SV_SPIN_LINGER_NS) {
+		__atomic_store_n(&node->ticking, false, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&node->spinning_cqs, __ATOMIC_SEQ_CST))
+			return timeout;
+	}
+	__atomic_store_n(&node->ticking, true, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&node->lock);
+	sv_list_for_each_safe(pos, tmp, &node->cqs)
+		sv_engine_spin_reap(node, sv_container_of(pos, struct sv_cq, spin_link), now);
+	pthread_mutex_unlock(&node->lock);
+	return timeout < 0 || timeout > SV_SPIN_TICK_MS ? SV_SPIN_TICK_MS : timeout;
+}
+
 static void *progress_main(void *arg)
 {
 	struct sv_node *node = arg;
@@ -336,7 +384,7 @@ static void *progress_main(void *arg)
 
 	on_progress_thread = true;
 	for (;;) {
-		int timeout = serve_rings(node, run_timers(node)), again, n;
+		int timeout = spin_tick(node, serve_rings(node, run_timers(node))), again, n;
 
 		/* Say until when we sleep, then look at the deadlines once more:
 		 * one published before that store is seen now, one published
@@ -556,6 +604,7 @@ static struct sv_node *node_create(void)
 	sv_list_init(&node->cmds);
 	sv_list_init(&node->graveyard);
 	sv_list_init(&node->shm_conns);
+	sv_list_init(&node->cqs);
 	node_set_address(node);
 	raise_fd_limit();
 	node->udp_buf = malloc(SV_UDP_BUF);

@@ -85,6 +85,10 @@ struct sv_node {
 	struct sv_list shm_conns;    /* ring channels (node lock) */
 	int drivers;                 /* application threads inside sv_engine_drive */
 	bool rings_left;             /* progress thread left ready rings to a poller */
+	struct sv_list cqs;          /* every CQ of the node's contexts (node lock) */
+	int spinning_cqs;            /* CQs a poller spins on (engine/drive.c) */
+	uint64_t last_spin_ns;       /* when a spin last began */
+	bool ticking;                /* the progress thread checks spins every ms */
 	uint8_t *udp_buf;            /* progress thread's datagram buffer */
 };
 
@@ -124,5 +128,11 @@ void sv_node_timer_update(struct sv_node *node, struct sv_qp *qp);
 /* Take a QP off the timer list for good (destroy). */
 void sv_node_timer_forget(struct sv_node *node, struct sv_qp *qp);
 bool sv_node_on_progress_thread(struct sv_node *node);
+/* CQs whose spins the progress thread ends when nobody polls any more. */
+struct sv_cq;
+void sv_node_add_cq(struct sv_node *node, struct sv_cq *cq);
+void sv_node_del_cq(struct sv_node *node, struct sv_cq *cq);
+/* A spin began: make sure the progress thread checks it. */
+void sv_node_spin_watch(struct sv_node *node);
 
 #endif

@@ -12,6 +12,7 @@
 #define SV_TRANSPORT_H
 
 #include <stdbool.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -86,6 +87,14 @@ struct sv_conn {
 	int tx_fds[2], n_tx_fds;     /* descriptors to send with the next write */
 	struct sv_cq *drive_cq;      /* CQ whose pollers check this ring */
 
+	/* Spinning pollers (engine/drive.c).  Read by other threads without
+	 * the QP lock: kept apart from the flags above, which the compiler
+	 * may load together. */
+	pthread_mutex_t watch_lock;  /* orders changes of the progress thread's events */
+	bool spin_off;               /* input left to a poller spinning on drive_cq */
+	bool rx_completes;           /* inbound: its last request completed a receive */
+	uint32_t tx_since_rx;        /* outbound: requests written since the last response */
+
 	/* receive machine */
 	enum sv_rx_state rx_state;
 	struct sv_wire_hdr rx_hdr;
@@ -95,6 +104,7 @@ struct sv_conn {
 	uint8_t *rbuf;               /* staging buffer for small frames */
 	size_t rb_start, rb_end;
 	int rx_reads_left;           /* fairness budget of the current wake-up */
+	bool rx_drained;             /* TCP: a read this wake-up came back short */
 
 	/* transmit: requester frame (outbound) or response queue (inbound) */
 	struct sv_txframe req;
@@ -121,6 +131,8 @@ void sv_conn_close(struct sv_conn *c);
 void sv_conn_reap(struct sv_node *node);     /* progress thread: free closed conns */
 void sv_conn_want_out(struct sv_conn *c, bool on);
 void sv_conn_pause(struct sv_conn *c, bool paused);
+/* A poller spinning on the channel's CQ takes its input (TCP channels). */
+void sv_conn_spin_off(struct sv_conn *c, bool off);
 ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n);
 ssize_t sv_conn_read(struct sv_conn *c, void *buf, size_t len);
 ssize_t sv_conn_readv(struct sv_conn *c, const struct iovec *iov, int n);

@@ -50,6 +50,7 @@ bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct sv_cq *cq = to_scq(ibcq);
+	struct sv_node *node = to_sctx(ibcq->context)->node;
 	int n = 0;
 
 	if (num_entries < 0)
@@ -57,11 +58,14 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	sv_engine_polling(cq);
 	/* Cheap emptiness check first: pollers spin here. */
 	if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
-		sv_engine_drive(to_sctx(ibcq->context)->node, cq);
+		sv_engine_drive(node, cq);
 		if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
-		    __atomic_load_n(&cq->head, __ATOMIC_RELAXED))
+		    __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
+			sv_engine_spin_start(node, cq);
 			return 0;
+		}
 	}
+	sv_engine_spin_end(node, cq);
 	pthread_mutex_lock(&cq->lock);
 	while (n < num_entries && cq->batch_i < cq->batch_n)    /* taken by start_poll */
 		wc[n++] = cq->batch[cq->batch_i++];
@@ -77,6 +81,8 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct sv_cq *cq = to_scq(ibcq);
 
+	/* the application is about to wait for an event, not to poll */
+	sv_engine_spin_end(to_sctx(ibcq->context)->node, cq);
 	pthread_mutex_lock(&cq->lock);
 	if (solicited_only)
 		cq->armed_solicited = true;
@@ -138,14 +144,21 @@ static int load_cur(struct sv_cq *cq)
 static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 {
 	struct sv_cq *cq = cur(c);
+	struct sv_node *node = to_sctx(cq->ibcq.context)->node;
+	int ret;
 
 	if (attr->comp_mask)
 		return EINVAL;
 	sv_engine_polling(cq);
 	if (cq->batch_i == cq->batch_n &&
 	    __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED))
-		sv_engine_drive(to_sctx(cq->ibcq.context)->node, cq);
-	return load_cur(cq);
+		sv_engine_drive(node, cq);
+	ret = load_cur(cq);
+	if (ret)
+		sv_engine_spin_start(node, cq);
+	else
+		sv_engine_spin_end(node, cq);
+	return ret;
 }
 
 static int ex_next_poll(struct ibv_cq_ex *c) { return load_cur(cur(c)); }
@@ -247,6 +260,7 @@ static struct sv_cq *cq_create(struct ibv_context *context, struct ibv_cq_init_a
 	cq->ibcq.cqe = a->cqe;
 	cq->drive_fd = epoll_create1(EPOLL_CLOEXEC);
 	pthread_mutex_init(&cq->drive_lock, NULL);
+	sv_node_add_cq(to_sctx(context)->node, cq);
 	cq->wc_flags = a->wc_flags;
 	pthread_mutex_init(&cq->ibcq.mutex, NULL);
 	pthread_cond_init(&cq->ibcq.cond, NULL);
@@ -327,9 +341,11 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	sv_async_purge(ibcq->context, ibcq);
 	sv_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed,
 		      &cq->async_reported);
+	sv_node_del_cq(to_sctx(ibcq->context)->node, cq);
 	pthread_mutex_destroy(&cq->lock);
 	close(cq->drive_fd);
 	free(cq->rings);
+	free(cq->socks);
 	free(cq->ring);
 	free(cq->ts);
 	free(cq);

@@ -107,9 +107,16 @@ struct sv_cq {
 	int drive_socks;             /* sockets in it: 0 spares pollers the syscall */
 	uint32_t polls;              /* polls, to stamp last_poll_ns now and then */
 	uint64_t last_poll_ns;       /* an application thread polled it (0: went to sleep) */
-	pthread_mutex_t drive_lock;  /* guards rings[] */
+	pthread_mutex_t drive_lock;  /* guards rings[], socks[] and spinning */
 	struct sv_conn **rings;      /* ring channels completing here */
 	uint32_t nrings, rings_cap;
+	/* TCP channels completing here.  While a poller spins on the CQ
+	 * (its last poll found nothing) they are its alone: the progress
+	 * thread is not woken for their input (engine/drive.c). */
+	struct sv_conn **socks;
+	uint32_t nsocks, socks_cap;
+	bool spinning;
+	struct sv_list spin_link;    /* node's spinning CQs (node lock) */
 	uint32_t events_reported;    /* completion events handed out */
 	uint32_t async_reported;
 };

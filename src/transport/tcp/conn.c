@@ -45,6 +45,7 @@ struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool co
 		free(c);
 		return NULL;
 	}
+	pthread_mutex_init(&c->watch_lock, NULL);
 	c->h.fd = fd;
 	c->h.fn = sv_engine_on_conn;
 	c->node = node;
@@ -65,6 +66,7 @@ int sv_conn_start(struct sv_conn *c)
 void sv_conn_free_unstarted(struct sv_conn *c)
 {
 	close(c->h.fd);
+	pthread_mutex_destroy(&c->watch_lock);
 	free(c->rbuf);
 	free(c);
 }
@@ -75,7 +77,22 @@ static uint32_t conn_events(struct sv_conn *c)
 	 * socket room (ring room is signalled by a doorbell too). */
 	if (c->shm_on)
 		return EPOLLIN;
-	return (c->paused ? 0 : EPOLLIN) | (c->want_out ? EPOLLOUT : 0);
+	/* Input of a paused channel waits; that of a channel whose CQ a poller
+	 * spins on is the poller's (waking us would only compete with it). */
+	return (__atomic_load_n(&c->paused, __ATOMIC_RELAXED) ||
+		__atomic_load_n(&c->spin_off, __ATOMIC_RELAXED) ? 0 : EPOLLIN) |
+	       (__atomic_load_n(&c->want_out, __ATOMIC_RELAXED) ? EPOLLOUT : 0);
+}
+
+/* The one place a started channel's events change.  Its owner (under
+ * qp->lock) and a spinning poller (under the CQ's drive_lock) both change
+ * them: under watch_lock the last writer sees every flag as it is now. */
+static void conn_rewatch(struct sv_conn *c)
+{
+	pthread_mutex_lock(&c->watch_lock);
+	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE))
+		sv_node_rewatch(c->node, &c->h, conn_events(c));
+	pthread_mutex_unlock(&c->watch_lock);
 }
 
 void sv_conn_want_out(struct sv_conn *c, bool on)
@@ -83,15 +100,24 @@ void sv_conn_want_out(struct sv_conn *c, bool on)
 	if (c->want_out == on || c->closed)
 		return;
 	__atomic_store_n(&c->want_out, on, __ATOMIC_RELAXED);  /* pollers read it */
-	sv_node_rewatch(c->node, &c->h, conn_events(c));
+	conn_rewatch(c);
 }
 
 void sv_conn_pause(struct sv_conn *c, bool paused)
 {
 	if (c->paused == paused || c->closed)
 		return;
-	c->paused = paused;
-	sv_node_rewatch(c->node, &c->h, conn_events(c));
+	__atomic_store_n(&c->paused, paused, __ATOMIC_RELAXED);
+	conn_rewatch(c);
+}
+
+/* Caller holds the drive_lock of the channel's CQ. */
+void sv_conn_spin_off(struct sv_conn *c, bool off)
+{
+	if (c->spin_off == off)
+		return;
+	__atomic_store_n(&c->spin_off, off, __ATOMIC_RELAXED);
+	conn_rewatch(c);
 }
 
 void sv_conn_close(struct sv_conn *c)
@@ -110,9 +136,11 @@ void sv_conn_close(struct sv_conn *c)
 		__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
 	}
 	sv_engine_drive_forget(c);      /* while the fd still names it */
+	pthread_mutex_lock(&c->watch_lock);     /* no rewatch of a reused fd */
 	sv_node_unwatch(node, &c->h);
 	close(c->h.fd);
 	c->h.fd = -1;
+	pthread_mutex_unlock(&c->watch_lock);
 	for (int i = 0; i < c->n_rx_fds; i++)
 		close(c->rx_fds[i]);
 	for (int i = 0; i < c->n_tx_fds; i++)
@@ -142,6 +170,7 @@ void sv_conn_reap(struct sv_node *node)
 		sv_shm_chan_destroy(&c->shm);
 		sv_peer_maps_clear(&c->peer_maps);
 		sv_seg_unmap(c->peer_seg);
+		pthread_mutex_destroy(&c->watch_lock);
 		free(c->rbuf);
 		free(c);
 	}
@@ -303,7 +332,7 @@ void sv_conn_shm_start(struct sv_conn *c)
 	pthread_mutex_lock(&node->lock);
 	sv_list_add_tail(&node->shm_conns, &c->shm_link);
 	pthread_mutex_unlock(&node->lock);
-	sv_node_rewatch(node, &c->h, conn_events(c));
+	conn_rewatch(c);
 	sv_node_kick(node);              /* recompute its sleep: rings exist now */
 }
 
