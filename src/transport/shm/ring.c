@@ -39,11 +39,25 @@ static void ring_copy(struct sv_ring *r, uint32_t size, uint64_t pos, uint8_t *b
 	sv_dma_end();
 }
 
-size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n)
+static size_t ring_room(uint64_t head, uint64_t tail, uint32_t size)
 {
-	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED), used = tail - head;
-	size_t room = used > size ? 0 : size - (size_t)used, done = 0;
+	uint64_t used = tail - head;
+
+	return used > size ? 0 : size - (size_t)used;
+}
+
+size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n,
+		     uint64_t *head_seen)
+{
+	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
+	size_t want = 0, room = ring_room(*head_seen, tail, size), done = 0;
+
+	for (int i = 0; i < n; i++)
+		want += iov[i].iov_len;
+	if (room < want) {
+		*head_seen = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		room = ring_room(*head_seen, tail, size);
+	}
 
 	for (int i = 0; i < n && room; i++) {
 		size_t k = iov[i].iov_len < room ? iov[i].iov_len : room;

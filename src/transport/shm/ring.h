@@ -14,17 +14,20 @@
 
 #define SV_RING_MAGIC 0x53565247u   /* "SVRG" */
 
+/* One cache line each for what rarely changes (read on every operation,
+ * so it must not share a line with a position the other side writes), the
+ * consumer's position and the producer's. */
 struct sv_ring {
 	uint32_t magic;
 	uint32_t size;               /* data bytes, a power of two */
 	uint32_t closed;             /* an end closed the channel (its QP left RTS/RTR) */
-	uint8_t pad0[52];
-	uint64_t head;               /* consumer position (free-running) */
 	uint32_t consumer_wants_wake;/* consumer sleeps: producer rings the doorbell */
-	uint8_t pad1[52];
-	uint64_t tail;               /* producer position (free-running) */
 	uint32_t producer_wants_wake;/* producer waits for room */
-	uint8_t pad2[52];
+	uint8_t pad0[44];
+	uint64_t head;               /* consumer position (free-running) */
+	uint8_t pad1[56];
+	uint64_t tail;               /* producer position (free-running) */
+	uint8_t pad2[56];
 	uint8_t data[];
 };
 
@@ -32,8 +35,12 @@ struct sv_ring {
  * header is never trusted for bounds. */
 void sv_ring_init(struct sv_ring *r, uint32_t size);
 size_t sv_ring_readable(const struct sv_ring *r, uint32_t size);
-/* Copy up to the iovecs' total into / out of the ring; returns bytes moved. */
-size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n);
+/* Copy up to the iovecs' total into / out of the ring; returns bytes moved.
+ * The producer keeps its own copy of the consumer's position (*head_seen)
+ * and reads the shared one only when that copy says the ring is too full:
+ * each read of it is a cache miss while the consumer is busy. */
+size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n,
+		     uint64_t *head_seen);
 size_t sv_ring_read(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n);
 
 #endif

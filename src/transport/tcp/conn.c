@@ -236,7 +236,7 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 
 	for (int i = 0; i < n; i++)
 		want += iov[i].iov_len;
-	r = sv_ring_write(tx, c->shm.size, iov, n);
+	r = sv_ring_write(tx, c->shm.size, iov, n, &c->shm.tx_head_seen);
 	if (r < want) {
 		/* Full: ask the reader to ring back, then look once more. */
 		__atomic_store_n(&tx->producer_wants_wake, 1, __ATOMIC_SEQ_CST);
@@ -254,7 +254,7 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 				rest[k++].iov_len = iov[i].iov_len - skip;
 				skip = 0;
 			}
-			r += sv_ring_write(tx, c->shm.size, rest, k);
+			r += sv_ring_write(tx, c->shm.size, rest, k, &c->shm.tx_head_seen);
 		}
 	}
 	if (r)
