@@ -491,7 +491,7 @@ void sv_req_start_link(struct sv_qp *qp)
 	struct sockaddr_in dst = qp->peer;
 	uint16_t port = qp->peer_qpn >> 8;
 	bool local = (ntohl(dst.sin_addr.s_addr) >> 24) == 127 && !sv_force_tcp();
-	struct sv_conn *c;
+	struct sv_conn *c = NULL;
 	int err;
 
 	if (qp->out) {

@@ -168,6 +168,8 @@ static void exec_read(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_
 		return;
 	}
 	f = sv_xmit_resp_slot(c);
+	if (!f)
+		return;         /* resp_room() kept one free: cannot happen */
 	sv_frame_init(f, SV_OP_READ_RESP, qp->peer_qpn, qp->ibqp.qp_base.qp_num, h->psn);
 	sv_frame_add(f, src, h->rlen);
 	sv_xmit_resp_commit(c, f);
@@ -189,6 +191,9 @@ static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wir
 		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
 		return;
 	}
+	f = sv_xmit_resp_slot(c);
+	if (!f)
+		return;         /* resp_room() kept one free: cannot happen */
 	/* The segment's lock orders us with same-host initiators that run
 	 * atomics on this memory by cross-memory attach. */
 	sv_seg_atomic_lock(sv_seg_self());
@@ -200,7 +205,6 @@ static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wir
 		orig = __atomic_fetch_add(p, h->data0, __ATOMIC_SEQ_CST);
 	}
 	sv_seg_atomic_unlock(sv_seg_self());
-	f = sv_xmit_resp_slot(c);
 	sv_frame_init(f, SV_OP_ATOMIC_RESP, qp->peer_qpn, qp->ibqp.qp_base.qp_num, h->psn);
 	f->hdr.data0 = orig;
 	sv_xmit_resp_commit(c, f);

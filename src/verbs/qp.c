@@ -117,7 +117,7 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 {
 	struct sv_node *node = to_sctx(context)->node;
 	struct sv_qp *qp;
-	uint32_t qpn;
+	uint32_t qpn = 0;
 	int err = check_caps(a);
 
 	if (err) {
