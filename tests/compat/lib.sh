@@ -88,7 +88,6 @@ fi
 # shellcheck source=tests/run-env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../run-env.sh"
 sv_run_env "$SV_BUILD" || sv_fail "cannot set up the environment for $SV_BUILD"
-SV_SANITIZE=$SV_RUN_SANITIZE
 SV_ENV=("${SV_RUN_ENV[@]}")
 # shellcheck source=tests/perftest-checks.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../perftest-checks.sh"
@@ -152,7 +151,7 @@ sv_sanitizer_report() {
 #   perftest: perftest's result table: a "#bytes" header and a row of numbers
 #   exit:     nothing beyond the exit status
 sv_check() {
-  local kind=$1 role=$2 log=$3 table
+  local kind=$1 role=$2 log=$3 table line
   case $kind in
     pingpong)
       if ! grep -Eq '^[0-9]+ bytes in [0-9.]+ seconds' "$log"; then
@@ -163,7 +162,7 @@ sv_check() {
       if ! table=$(sv_perftest_table "$log"); then
         sv_log "$role printed no result table"; return 1
       fi
-      sed "s/^/$role measured: /" <<<"$table" ;;
+      while IFS= read -r line; do echo "$role measured: $line"; done <<<"$table" ;;
     exit) ;;
     *) sv_fail "sv_check: unknown kind $kind" ;;
   esac
