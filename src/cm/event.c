@@ -39,18 +39,57 @@ struct cm_channel *cm_channel_new(bool sync_private)
 	return ch;
 }
 
+static void channel_release(struct cm_channel *ch);
+
+/* Destroyed public channels wait here before they are freed: a program's
+ * CM thread may be between two rdma_get_cm_event calls when its main thread
+ * destroys the channel (rping: the thread acks DISCONNECTED, which lets
+ * rdma_destroy_id return, and the channel goes next), and its next call
+ * must not find freed memory.  Such a late reader blocks on the still open
+ * fd, as a reader already inside does (cm_channel_free).  Bounded: the
+ * oldest is released when the quarantine is full. */
+#define CM_CHANNEL_QUARANTINE 16
+
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cm_channel *quarantine[CM_CHANNEL_QUARANTINE];
+static unsigned int quarantine_next;
+
+static void channel_quarantine(struct cm_channel *ch)
+{
+	struct cm_channel *old;
+
+	pthread_mutex_lock(&quarantine_lock);
+	old = quarantine[quarantine_next];
+	quarantine[quarantine_next] = ch;
+	quarantine_next = (quarantine_next + 1) % CM_CHANNEL_QUARANTINE;
+	pthread_mutex_unlock(&quarantine_lock);
+	if (old)
+		channel_release(old);
+}
+
 void cm_channel_free(struct cm_channel *ch)
+{
+	if (!ch)
+		return;
+	pthread_mutex_lock(&ch->lock);
+	ch->closing = true;
+	pthread_mutex_unlock(&ch->lock);
+	/* A per-id synchronous channel is only read by that id's own calls. */
+	if (ch->sync_private)
+		channel_release(ch);
+	else
+		channel_quarantine(ch);
+}
+
+static void channel_release(struct cm_channel *ch)
 {
 	struct sv_list *pos, *tmp;
 
-	if (!ch)
-		return;
 	/* A thread may still be blocked in rdma_get_cm_event (rping destroys
 	 * its channel while its CM thread waits there).  As with rdma-core, that
 	 * thread stays blocked until the process exits: the channel and its fd
 	 * are left to it, never freed under it. */
 	pthread_mutex_lock(&ch->lock);
-	ch->closing = true;
 	if (ch->readers) {
 		pthread_mutex_unlock(&ch->lock);
 		return;
