@@ -197,6 +197,7 @@ static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wir
 	/* The segment's lock orders us with same-host initiators that run
 	 * atomics on this memory by cross-memory attach. */
 	sv_seg_atomic_lock(sv_seg_self());
+	sv_dma_begin();         /* the application's memory, as a NIC's atomic (util/tsan.h) */
 	if (h->opcode == SV_OP_CMP_SWP) {
 		orig = h->data1;
 		__atomic_compare_exchange_n(p, &orig, h->data0, false, __ATOMIC_SEQ_CST,
@@ -204,6 +205,7 @@ static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wir
 	} else {
 		orig = __atomic_fetch_add(p, h->data0, __ATOMIC_SEQ_CST);
 	}
+	sv_dma_end();
 	sv_seg_atomic_unlock(sv_seg_self());
 	sv_frame_init(f, SV_OP_ATOMIC_RESP, qp->peer_qpn, qp->ibqp.qp_base.qp_num, h->psn);
 	f->hdr.data0 = orig;
