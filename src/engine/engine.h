@@ -64,7 +64,6 @@ void sv_req_rewind(struct sv_qp *qp, uint32_t idx);         /* resend from SQ in
 void sv_req_arm_ack_timer(struct sv_qp *qp);
 void sv_req_on_connected(struct sv_qp *qp);
 void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c);
-bool sv_force_tcp(void);
 void sv_req_link_failed(struct sv_qp *qp);
 uint64_t sv_host_id(void);
 

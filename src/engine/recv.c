@@ -406,7 +406,7 @@ static bool answer_hello(struct sv_conn *c, struct sv_qp *qp, const struct sv_wi
 		f->hdr.flags |= SV_WF_SHM;
 		/* can we read the requester?  then it may send large SENDs as
 		 * addresses for us to pull (RC only: UC has no ACK to wait for) */
-		c->cma_ok = !sv_env_int("SOFTVERBS_NO_CMA", 0) && h->va &&
+		c->cma_ok = !sv_cma_disabled() && h->va &&
 			    sv_cma_probe(c->peer_pid, h->va);
 		c->peer_maps.pid = c->peer_pid;
 		if (c->cma_ok && qp->ibqp.qp_base.qp_type == IBV_QPT_RC)

@@ -476,13 +476,6 @@ void sv_req_link_failed(struct sv_qp *qp)
 	sv_req_arm_ack_timer(qp);
 }
 
-bool sv_force_tcp(void)
-{
-	const char *t = sv_env_str("SOFTVERBS_TRANSPORT");
-
-	return t && !strcmp(t, "tcp");
-}
-
 /* Same host (the address plan resolved the peer to loopback): a unix socket
  * and shared memory.  Otherwise, or when forced, TCP. */
 void sv_req_start_link(struct sv_qp *qp)
@@ -551,7 +544,7 @@ void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
 		if (c->peer_seg && !sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid)) {
 			c->peer_pd = h->rkey;
 			c->peer_access = h->qkey;
-			c->cma_ok = !sv_env_int("SOFTVERBS_NO_CMA", 0) &&
+			c->cma_ok = !sv_cma_disabled() &&
 				    c->peer_uid == getuid() && sv_cma_probe(c->peer_pid, h->va);
 			c->peer_maps.pid = c->peer_pid;
 			c->pull_ok = c->cma_ok && (h->flags & SV_WF_PULL) &&

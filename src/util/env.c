@@ -1,4 +1,5 @@
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/env.h"
 
@@ -14,4 +15,16 @@ int sv_env_int(const char *name, int dflt)
 	const char *v = sv_env_str(name);
 
 	return v ? atoi(v) : dflt;
+}
+
+bool sv_force_tcp(void)
+{
+	const char *t = sv_env_str("SOFTVERBS_TRANSPORT");
+
+	return t && !strcmp(t, "tcp");
+}
+
+bool sv_cma_disabled(void)
+{
+	return sv_env_int("SOFTVERBS_NO_CMA", 0);
 }

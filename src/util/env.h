@@ -8,7 +8,12 @@
 #ifndef SV_UTIL_ENV_H
 #define SV_UTIL_ENV_H
 
+#include <stdbool.h>
+
 const char *sv_env_str(const char *name);
 int sv_env_int(const char *name, int dflt);
+/* The knobs several layers obey, decided here only. */
+bool sv_force_tcp(void);                    /* SOFTVERBS_TRANSPORT=tcp */
+bool sv_cma_disabled(void);                 /* SOFTVERBS_NO_CMA=1 */
 
 #endif

@@ -35,10 +35,7 @@ static struct sv_list maps = SV_LIST_INIT(maps);
 
 static bool share_enabled(void)
 {
-	const char *t = sv_env_str("SOFTVERBS_TRANSPORT");
-
-	return sv_env_int("SOFTVERBS_MR_SHARE", 1) && !sv_env_int("SOFTVERBS_NO_CMA", 0) &&
-	       !(t && !strcmp(t, "tcp"));
+	return sv_env_int("SOFTVERBS_MR_SHARE", 1) && !sv_cma_disabled() && !sv_force_tcp();
 }
 
 /* Does every page of [a0, a1) belong to a VMA for which `ok` holds? */
