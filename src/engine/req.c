@@ -215,22 +215,17 @@ static ssize_t direct_atomic(struct sv_conn *c, struct sv_swqe *w, uint64_t radd
 	return r;
 }
 
-/* Copy between local segments and the peer's memory we mapped (DMA, for
- * TSan: util/tsan.h). */
-static ssize_t copy_mapped(const struct iovec *iov, int n, uint8_t *remote, int to_remote)
+/* Copy `len` bytes between local segments and the peer's memory we mapped. */
+static ssize_t copy_mapped(const struct iovec *iov, int n, void *remote, size_t len,
+			   int to_remote)
 {
-	size_t off = 0;
+	struct iovec r = { remote, len };
 
-	sv_dma_begin();
-	for (int i = 0; i < n; i++) {
-		if (to_remote)
-			memcpy(remote + off, iov[i].iov_base, iov[i].iov_len);
-		else
-			memcpy(iov[i].iov_base, remote + off, iov[i].iov_len);
-		off += iov[i].iov_len;
-	}
-	sv_dma_end();
-	return (ssize_t)off;
+	if (to_remote)
+		sv_iov_copy(&r, 1, iov, n);
+	else
+		sv_iov_copy(iov, n, &r, 1);
+	return (ssize_t)len;
 }
 
 /* Execute a WRITE/READ/atomic in the peer's memory ourselves, so the target's
@@ -283,7 +278,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	if (need == IBV_ACCESS_REMOTE_ATOMIC)
 		r = direct_atomic(c, w, ref.raddr, iov, mapped);
 	else if (mapped)
-		r = copy_mapped(iov, n, mapped, to_remote);
+		r = copy_mapped(iov, n, mapped, w->length, to_remote);
 	else
 		r = w->length ? sv_cma_copy(c->peer_pid, iov, n, ref.raddr, w->length, to_remote) : 0;
 	sv_cma_release(&ref);
