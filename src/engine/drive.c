@@ -212,6 +212,19 @@ void sv_engine_polling(struct sv_cq *cq)
 		__atomic_store_n(&self->last_poll_ns, now, __ATOMIC_RELAXED);
 }
 
+/* Posting counts as polling: a thread that posts a stream of sends polls
+ * its CQ only when the queue is full (perftest: every 100 sends), far
+ * less often than writers look at the stamp, which then woke the progress
+ * thread for every batch of ACKs (ib_send_bw -s 8: 10,000 wake-ups a
+ * second on the sender).  Not while the CQ is armed: that thread is about
+ * to sleep in ibv_get_cq_event and wants doorbells. */
+void sv_engine_posting(struct sv_cq *cq)
+{
+	if (!__atomic_load_n(&cq->armed, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED))
+		sv_engine_polling(cq);
+}
+
 /* Is an application thread polling the CQ this ring channel completes to?
  * Then the progress thread leaves the ring to it: serving it too would only
  * make the two fight over the QP's lock. */

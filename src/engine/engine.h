@@ -32,6 +32,8 @@ void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
  * its channels have ready, so a polling application never waits for the
  * progress thread to be scheduled. */
 void sv_engine_drive(struct sv_node *node, struct sv_cq *cq);
+/* An application thread posts to a QP completing to `cq` (see drive.c). */
+void sv_engine_posting(struct sv_cq *cq);
 /* An application thread is about to sleep (ibv_req_notify_cq): writers ring doorbells. */
 void sv_engine_stop_polling(struct sv_cq *cq);
 #define SV_POLLER_ACTIVE_NS 20000

@@ -38,7 +38,8 @@ bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 		__atomic_store_n(&cq->tail, cq->tail + 1, __ATOMIC_RELEASE);
 	}
 	if (cq->armed || (cq->armed_solicited && (solicited || wc->status != IBV_WC_SUCCESS))) {
-		cq->armed = cq->armed_solicited = false;
+		__atomic_store_n(&cq->armed, false, __ATOMIC_RELAXED);
+		__atomic_store_n(&cq->armed_solicited, false, __ATOMIC_RELAXED);
 		fire = cq->ibcq.channel != NULL;
 	}
 	pthread_mutex_unlock(&cq->lock);
@@ -84,10 +85,11 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	/* the application is about to wait for an event, not to poll */
 	sv_engine_spin_end(to_sctx(ibcq->context)->node, cq);
 	pthread_mutex_lock(&cq->lock);
+	/* atomic stores: posters read them without the lock (sv_engine_posting) */
 	if (solicited_only)
-		cq->armed_solicited = true;
+		__atomic_store_n(&cq->armed_solicited, true, __ATOMIC_RELAXED);
 	else
-		cq->armed = true;
+		__atomic_store_n(&cq->armed, true, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&cq->lock);
 	/* About to sleep: ring writers should ring the doorbell again. */
 	sv_engine_stop_polling(cq);

@@ -127,6 +127,7 @@ void sv_sq_doorbell(struct sv_qp *qp)
 		return;
 	}
 	sv_engine_enter(node);
+	sv_engine_posting(qp->scq);
 	sv_req_kick(qp);
 	sv_engine_leave(node);
 }
