@@ -193,17 +193,18 @@ static void drive_one(struct sv_conn *c)
  * also one that finds completions (the progress thread may have pushed
  * them): a stale stamp brings doorbells, which wake the progress thread,
  * which then takes the work, so that the stamp goes staler still.  The
- * clock costs more than the rest of an empty poll, so it is read every
- * 16th poll of a CQ (a heuristic: concurrent pollers may lose counts). */
-void sv_engine_polling(struct sv_cq *cq)
+ * clock costs more than the rest of an empty poll, so it is read once per
+ * 16 units of work: a poll is one, each completion it returns and each
+ * post one more (a poller that takes 16 completions at a time polls 16
+ * times less often).  A heuristic: concurrent pollers may lose counts. */
+void sv_engine_polling(struct sv_cq *cq, uint32_t work)
 {
 	uint32_t polls = __atomic_load_n(&cq->polls, __ATOMIC_RELAXED);
 	struct sv_seg *self;
-
 	uint64_t now;
 
-	__atomic_store_n(&cq->polls, polls + 1, __ATOMIC_RELAXED);
-	if (polls & 15)
+	__atomic_store_n(&cq->polls, polls + work, __ATOMIC_RELAXED);
+	if (!(((polls + work) ^ polls) & ~15u))
 		return;
 	now = sv_now_ns();
 	__atomic_store_n(&cq->last_poll_ns, now, __ATOMIC_RELAXED);
@@ -222,7 +223,7 @@ void sv_engine_posting(struct sv_cq *cq)
 {
 	if (!__atomic_load_n(&cq->armed, __ATOMIC_RELAXED) &&
 	    !__atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED))
-		sv_engine_polling(cq);
+		sv_engine_polling(cq, 1);
 }
 
 /* Is an application thread polling the CQ this ring channel completes to?

@@ -38,8 +38,9 @@ void sv_engine_posting(struct sv_cq *cq);
 void sv_engine_stop_polling(struct sv_cq *cq);
 #define SV_POLLER_ACTIVE_NS 20000
 bool sv_engine_poller_active(struct sv_conn *c, uint64_t now);
-/* Every poll of `cq` by an application thread (cheap). */
-void sv_engine_polling(struct sv_cq *cq);
+/* Every poll of `cq` by an application thread (cheap): `work` is 1 for
+ * the poll itself, then the number of completions it returned. */
+void sv_engine_polling(struct sv_cq *cq, uint32_t work);
 void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq);
 void sv_engine_drive_forget(struct sv_conn *c);
 void sv_engine_drive_register_dgram(struct sv_qp *qp);

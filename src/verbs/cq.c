@@ -56,7 +56,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 
 	if (num_entries < 0)
 		return -1;
-	sv_engine_polling(cq);
+	sv_engine_polling(cq, 1);
 	/* Cheap emptiness check first: pollers spin here. */
 	if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
 		sv_engine_drive(node, cq);
@@ -75,6 +75,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&cq->lock);
+	sv_engine_polling(cq, (uint32_t)n);
 	return n;
 }
 
@@ -151,7 +152,7 @@ static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 
 	if (attr->comp_mask)
 		return EINVAL;
-	sv_engine_polling(cq);
+	sv_engine_polling(cq, 1);
 	if (cq->batch_i == cq->batch_n &&
 	    __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED))
 		sv_engine_drive(node, cq);
@@ -163,7 +164,14 @@ static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	return ret;
 }
 
-static int ex_next_poll(struct ibv_cq_ex *c) { return load_cur(cur(c)); }
+static int ex_next_poll(struct ibv_cq_ex *c)
+{
+	int ret = load_cur(cur(c));
+
+	if (!ret)
+		sv_engine_polling(cur(c), 1);      /* a completion taken is work too */
+	return ret;
+}
 static void ex_end_poll(struct ibv_cq_ex *c) { }
 static enum ibv_wc_opcode ex_opcode(struct ibv_cq_ex *c) { return cur(c)->cur.opcode; }
 static uint32_t ex_vendor_err(struct ibv_cq_ex *c) { return cur(c)->cur.vendor_err; }
