@@ -202,6 +202,14 @@ static void finish_rd_atomic(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	progress_made(qp);
 }
 
+static void after_response(struct sv_qp *qp)
+{
+	if (qp->attr.qp_state == IBV_QPS_ERR)
+		return;
+	sv_comp_reap(qp);
+	sv_req_kick(qp);            /* room for more reads; rewound frames */
+}
+
 void sv_comp_end(struct sv_qp *qp, struct sv_conn *c)
 {
 	const struct sv_wire_hdr *h = &c->rx_hdr;
@@ -218,10 +226,21 @@ void sv_comp_end(struct sv_qp *qp, struct sv_conn *c)
 		finish_rd_atomic(qp, h);
 		break;
 	}
-	if (qp->attr.qp_state == IBV_QPS_ERR)
+	after_response(qp);
+}
+
+/* A ring channel's ACK word (transport/shm/ring.h): a cumulative ACK that
+ * came without a frame.  Taken after the frames before it, though order
+ * does not matter: READs and atomics wait for their response frames, and a
+ * NAK acknowledges what precedes it anyway. */
+void sv_comp_ack_word(struct sv_qp *qp, struct sv_conn *c)
+{
+	uint32_t psn;
+
+	if (!sv_conn_shm_ack_take(c, &psn) || qp->attr.qp_state == IBV_QPS_ERR)
 		return;
-	sv_comp_reap(qp);
-	sv_req_kick(qp);            /* room for more reads; rewound frames */
+	on_ack(qp, psn);
+	after_response(qp);
 }
 
 /* A connected peer that stays unreachable for the transport's whole retry

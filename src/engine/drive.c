@@ -252,8 +252,8 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 		for (uint32_t i = 0; i < cq->nrings && k < 64; i++) {
 			struct sv_conn *c = cq->rings[i];
 
-			/* data for us, or room for a transmit that was blocked */
-			if (sv_ring_readable(c->shm.rx, c->shm.size) ||
+			/* input for us, or room for a transmit that was blocked */
+			if (sv_conn_shm_has_input(c) ||
 			    (__atomic_load_n(&c->want_out, __ATOMIC_RELAXED) &&
 			     sv_ring_readable(c->shm.tx, c->shm.size) < c->shm.size))
 				ready[k++] = c;

@@ -86,6 +86,7 @@ void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *pa
 /* comp.c: the completer; called by recv.c */
 void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c);
 void sv_comp_end(struct sv_qp *qp, struct sv_conn *c);
+void sv_comp_ack_word(struct sv_qp *qp, struct sv_conn *c);
 void sv_comp_reap(struct sv_qp *qp);              /* in-order send completions */
 void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *wqe, enum ibv_wc_status st);
 void sv_comp_link_lost(struct sv_qp *qp);

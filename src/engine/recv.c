@@ -304,6 +304,8 @@ void sv_rx_process(struct sv_conn *c)
 		bool was_paused;
 
 		rx_frames(c);
+		if (c->outbound && c->shm_on && !c->dead && !c->closed)
+			sv_comp_ack_word(c->qp, c);
 		if (c->outbound || c->closed)
 			return;
 		was_paused = c->paused;

@@ -102,6 +102,13 @@ void sv_xmit_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
 {
 	struct sv_txframe *f = last_unsent_resp(c);
 
+	/* Ring channels acknowledge in the ring, published by the next flush
+	 * (before the frames queued after it). */
+	if (c->shm_on) {
+		c->ack_word_pending = true;
+		c->ack_word_psn = psn;
+		return;
+	}
 	/* Coalesce: a cumulative ACK not yet on the wire simply moves forward. */
 	if (f && f->hdr.opcode == SV_OP_ACK) {
 		f->hdr.psn = SV_WIRE_PUT32(psn);
@@ -167,6 +174,10 @@ void sv_xmit_flush(struct sv_conn *c)
 
 	if (!c || !c->connected || c->dead)
 		return;
+	if (c->ack_word_pending) {
+		c->ack_word_pending = false;
+		sv_conn_shm_ack(c, c->ack_word_psn);
+	}
 	/* Building a frame can fail a WQE and take the QP to ERR, which closes
 	 * this channel: stop as soon as it is closed. */
 	while ((f = next_frame(c)) && !c->closed) {

@@ -111,6 +111,9 @@ struct sv_conn {
 	struct sv_txframe resp[SV_RESPQ_LEN];
 	uint32_t resp_head, resp_tail;
 	struct sv_txframe ctrl;      /* HELLO / HELLO_ACK */
+	/* inbound ring channel: the ACK to publish in the ring (not a frame) */
+	bool ack_word_pending;
+	uint32_t ack_word_psn;
 
 	/* responder: receive completions of the current batch, pushed only
 	 * after the batch's acknowledgements are on their way */
@@ -140,6 +143,12 @@ int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct 
 int sv_conn_connect_local(struct sv_node *node, uint16_t port, struct sv_conn **out);
 /* Switch a channel to its rings (both ends, after HELLO/HELLO_ACK). */
 void sv_conn_shm_start(struct sv_conn *c);
+/* Ring channels acknowledge in the request ring (shm/ring.h): the
+ * responder publishes, the requester takes a new value (false: none). */
+void sv_conn_shm_ack(struct sv_conn *c, uint32_t psn);
+bool sv_conn_shm_ack_take(struct sv_conn *c, uint32_t *psn);
+/* Frames to read, or an acknowledgement not yet taken. */
+bool sv_conn_shm_has_input(const struct sv_conn *c);
 /* Consume doorbell bytes; true if the peer has gone (EOF or error). */
 bool sv_conn_doorbell_drain(struct sv_conn *c);
 /* Progress thread, before sleeping: ask writers for a doorbell; returns the

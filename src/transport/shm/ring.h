@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define SV_RING_MAGIC 0x53565247u   /* "SVRG" */
+#define SV_RING_MAGIC 0x53565232u   /* "SVR2": version 2 has the ACK word */
 
 /* One cache line each for what rarely changes (read on every operation,
  * so it must not share a line with a position the other side writes), the
@@ -25,7 +25,8 @@ struct sv_ring {
 	uint32_t producer_wants_wake;/* producer waits for room */
 	uint8_t pad0[44];
 	uint64_t head;               /* consumer position (free-running) */
-	uint8_t pad1[56];
+	uint32_t ack;                /* the consumer's cumulative ACK (see below) */
+	uint8_t pad1[52];
 	uint64_t tail;               /* producer position (free-running) */
 	uint8_t pad2[56];
 	uint8_t data[];
@@ -42,5 +43,21 @@ size_t sv_ring_readable(const struct sv_ring *r, uint32_t size);
 size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n,
 		     uint64_t *head_seen);
 size_t sv_ring_read(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n);
+
+/* The consumer of a request ring acknowledges in the ring itself, next to
+ * its position, instead of writing ACK frames into the other ring: a store
+ * to a line it owns anyway.  0 means "nothing yet"; else the PSN of the
+ * last request executed, with SV_RING_ACK_VALID. */
+#define SV_RING_ACK_VALID (1u << 31)
+static inline void sv_ring_ack_publish(struct sv_ring *r, uint32_t psn)
+{
+	/* seq_cst: orders it before the doorbell flag's load (Dekker) */
+	__atomic_store_n(&r->ack, psn | SV_RING_ACK_VALID, __ATOMIC_SEQ_CST);
+}
+
+static inline uint32_t sv_ring_ack_load(const struct sv_ring *r)
+{
+	return __atomic_load_n(&r->ack, __ATOMIC_ACQUIRE);
+}
 
 #endif

@@ -272,6 +272,30 @@ static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
 	return r ? (ssize_t)r : -EAGAIN;
 }
 
+void sv_conn_shm_ack(struct sv_conn *c, uint32_t psn)
+{
+	sv_ring_ack_publish(c->shm.rx, psn);
+	ring_doorbell(c, &c->shm.tx->consumer_wants_wake);
+}
+
+bool sv_conn_shm_ack_take(struct sv_conn *c, uint32_t *psn)
+{
+	uint32_t w = sv_ring_ack_load(c->shm.tx);
+
+	if (w == __atomic_load_n(&c->shm.tx_ack_seen, __ATOMIC_RELAXED))
+		return false;
+	__atomic_store_n(&c->shm.tx_ack_seen, w, __ATOMIC_RELAXED);
+	*psn = w & ~SV_RING_ACK_VALID;
+	return true;
+}
+
+bool sv_conn_shm_has_input(const struct sv_conn *c)
+{
+	return sv_ring_readable(c->shm.rx, c->shm.size) ||
+	       (c->outbound && sv_ring_ack_load(c->shm.tx) !=
+			       __atomic_load_n(&c->shm.tx_ack_seen, __ATOMIC_RELAXED));
+}
+
 ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n)
 {
 	ssize_t r;
@@ -347,7 +371,7 @@ int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, b
 		struct sv_conn *c = sv_container_of(pos, struct sv_conn, shm_link);
 
 		__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
-		if ((sv_ring_readable(c->shm.rx, c->shm.size) ||
+		if ((sv_conn_shm_has_input(c) ||
 		     __atomic_load_n(&c->shm.tx->producer_wants_wake, __ATOMIC_RELAXED)) && n < max)
 			ready[n++] = c;
 	}
