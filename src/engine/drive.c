@@ -107,11 +107,15 @@ void sv_engine_drive_forget(struct sv_conn *c)
  * nothing), the progress thread is not woken for input on the CQ's TCP
  * channels: the poller reads them itself, and a woken progress thread would
  * only take a core from it (two spinning processes on two cores) and race
- * it for the QP lock.  The spin ends, and the progress thread watches them
- * again, when a poll returns completions, when the CQ is armed for an event,
- * or when the CQ has not been polled for SV_SPIN_STALE_NS (the progress
- * thread checks every millisecond while any CQ spins): input that arrived
- * meanwhile then wakes it at once (epoll is level-triggered).
+ * it for the QP lock.  A poll that returns completions keeps the spin as
+ * long as the poller still takes every channel (spin_takes): ending it and
+ * starting it again cost two epoll_ctl per channel per message, and the
+ * woken progress thread fought the poller for the QP lock (veth
+ * ib_send_lat).  The spin ends, and the progress thread watches them
+ * again, when a channel is no longer taken, when the CQ is armed for an
+ * event, or when the CQ has not been polled for SV_SPIN_STALE_NS (the
+ * progress thread checks every millisecond while any CQ spins): input that
+ * arrived meanwhile then wakes it at once (epoll is level-triggered).
  */
 #define SV_SPIN_STALE_NS (200 * 1000ull)
 
@@ -158,6 +162,12 @@ void sv_engine_spin_start(struct sv_node *node, struct sv_cq *cq)
 		sv_node_spin_watch(node);
 }
 
+void sv_engine_spin_found(struct sv_node *node, struct sv_cq *cq)
+{
+	if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED))
+		cq_spin(node, cq, true);      /* ends only if a channel is no longer taken */
+}
+
 void sv_engine_spin_end(struct sv_node *node, struct sv_cq *cq)
 {
 	if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED))
@@ -197,16 +207,22 @@ static void drive_one(struct sv_conn *c)
  * 16 units of work: a poll is one, each completion it returns and each
  * post one more (a poller that takes 16 completions at a time polls 16
  * times less often).  A heuristic: concurrent pollers may lose counts. */
+static void poll_stamp(struct sv_cq *cq);
+
 void sv_engine_polling(struct sv_cq *cq, uint32_t work)
 {
 	uint32_t polls = __atomic_load_n(&cq->polls, __ATOMIC_RELAXED);
-	struct sv_seg *self;
-	uint64_t now;
 
 	__atomic_store_n(&cq->polls, polls + work, __ATOMIC_RELAXED);
-	if (!(((polls + work) ^ polls) & ~15u))
-		return;
-	now = sv_now_ns();
+	if (((polls + work) ^ polls) & ~15u)
+		poll_stamp(cq);
+}
+
+static void poll_stamp(struct sv_cq *cq)
+{
+	struct sv_seg *self;
+	uint64_t now = sv_now_ns();
+
 	__atomic_store_n(&cq->last_poll_ns, now, __ATOMIC_RELAXED);
 	self = sv_seg_self();
 	if (self)
@@ -262,8 +278,13 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 		for (int i = 0; i < k; i++)
 			drive_one(ready[i]);
 	}
-	n = __atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED) ?
-	    epoll_wait(cq->drive_fd, evs, 16, 0) : 0;
+	n = 0;
+	if (__atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED)) {
+		n = epoll_wait(cq->drive_fd, evs, 16, 0);
+		/* next to a system call the clock is cheap: a fresh stamp keeps
+		 * the progress thread from ending a live spin (spin_reap) */
+		poll_stamp(cq);
+	}
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.u64 & 1) {          /* a port group's datagram socket */
 			struct sv_pgroup *g = (void *)(uintptr_t)(evs[i].data.u64 & ~1ull);

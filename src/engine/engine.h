@@ -47,6 +47,8 @@ void sv_engine_drive_register_dgram(struct sv_qp *qp);
 /* A poll found the CQ empty / returned completions or armed it. */
 void sv_engine_spin_start(struct sv_node *node, struct sv_cq *cq);
 void sv_engine_spin_end(struct sv_node *node, struct sv_cq *cq);
+/* A poll found completions: the spin goes on while its channels are taken. */
+void sv_engine_spin_found(struct sv_node *node, struct sv_cq *cq);
 void sv_engine_spin_reap(struct sv_node *node, struct sv_cq *cq, uint64_t now);
 void sv_engine_wait_drivers(struct sv_node *node);
 /* An application thread about to run the engine (post, modify): channels it

@@ -66,7 +66,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 			return 0;
 		}
 	}
-	sv_engine_spin_end(node, cq);
+	sv_engine_spin_found(node, cq);
 	pthread_mutex_lock(&cq->lock);
 	while (n < num_entries && cq->batch_i < cq->batch_n)    /* taken by start_poll */
 		wc[n++] = cq->batch[cq->batch_i++];
@@ -160,7 +160,7 @@ static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	if (ret)
 		sv_engine_spin_start(node, cq);
 	else
-		sv_engine_spin_end(node, cq);
+		sv_engine_spin_found(node, cq);
 	return ret;
 }
 
