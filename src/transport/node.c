@@ -234,7 +234,12 @@ void sv_node_timer_update(struct sv_node *node, struct sv_qp *qp)
 		__atomic_store_n(&qp->timer_at, 0, __ATOMIC_RELAXED);
 		return;
 	}
-	__atomic_store_n(&qp->timer_at, d, __ATOMIC_SEQ_CST);
+	/* An unchanged deadline was seen by the progress thread already (or
+	 * will be): it may sleep up to a millisecond past it (its timeouts
+	 * are whole milliseconds), which must not bring a kick per update. */
+	if (__atomic_exchange_n(&qp->timer_at, d, __ATOMIC_SEQ_CST) == d &&
+	    __atomic_load_n(&qp->on_timer_list, __ATOMIC_ACQUIRE))
+		return;
 	if (!__atomic_load_n(&qp->on_timer_list, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&node->lock);
 		if (!qp->on_timer_list) {
