@@ -379,7 +379,7 @@ svn_failure_run() {
 # Every run, and a retry, takes the next port from 18515 on.  Both must exit
 # 0, the client must print its result table (sv_perftest_table), with -a down
 # to the 8 MiB row.  A failure that says nothing about softverbs
-# (sv_perftest_flake) is retried, twice at most.  Unlike svn_pair, a failure does not
+# (sv_perftest_flake) is retried, SV_PERFTEST_RETRIES times at most.  Unlike svn_pair, a failure does not
 # end the test: it is logged ("FAIL: ...") and counted, and the next run
 # goes on; svn_perftest_done ends the series.
 SVN_PERFTEST_PORT=18515
@@ -391,17 +391,17 @@ svn_perftest() {
   local try port why=
   svn_need "$1"
   SVN_PERFTEST_RUNS=$((SVN_PERFTEST_RUNS + 1))
-  for try in 1 2 3; do
+  for ((try = 1; try <= SV_PERFTEST_RETRIES + 1; try++)); do
     svn_log "--- perftest run $SVN_PERFTEST_RUNS${why:+ (retry)}: $*"
     port=$SVN_PERFTEST_PORT
     SVN_PERFTEST_PORT=$((port + 1))
     if svn_perftest_pair "$port" "$@"; then
       return 0
     fi
-    ((try < 3)) || break
+    ((try <= SV_PERFTEST_RETRIES)) || break
     # svn_start's logs, left by the subshell
     why=$(sv_perftest_flake "$SVN_TMP/server.log" "$SVN_TMP/client.log" "$@") || break
-    svn_log "$why; retry $try of 2"
+    svn_log "$why; retry $try of $SV_PERFTEST_RETRIES"
     SVN_PERFTEST_RETRIED+=("$* ($why)")
   done
   SVN_PERFTEST_FAILED+=("$*")
