@@ -243,6 +243,18 @@ void sv_comp_ack_word(struct sv_qp *qp, struct sv_conn *c)
 	after_response(qp);
 }
 
+void sv_comp_ack_carried(struct sv_qp *qp, uint32_t psn)
+{
+	if (qp->attr.qp_state == IBV_QPS_ERR)
+		return;
+	if (qp->out && qp->out->tx_since_rx)      /* a response, for spinning pollers */
+		__atomic_store_n(&qp->out->tx_since_rx, 0, __ATOMIC_RELAXED);
+	on_ack(qp, psn);
+	/* Not sv_req_kick: an ACK frees no READ slot, and we are inside the
+	 * inbound channel's receive loop (a kick may fail a WQE and close it). */
+	sv_comp_reap(qp);
+}
+
 /* A connected peer that stays unreachable for the transport's whole retry
  * budget (timeout x (retry_cnt + 1)) is gone: the QP goes to ERR even with
  * nothing to send, so a survivor waiting only on receives learns of it
@@ -285,6 +297,25 @@ static void ack_timeout(struct sv_qp *qp, uint64_t now)
 }
 
 
+/* The backstop of held ACKs (xmit.c): one held since the last look goes
+ * (the application went elsewhere); while the ping-pong goes on, holds
+ * come and go between two looks and the timer only looks again. */
+static void held_ack_timer(struct sv_qp *qp)
+{
+	struct sv_conn *c = qp->in;
+
+	qp->ack_held_deadline = 0;
+	if (!c || (!c->ack_held && !c->ack_carriable))
+		return;
+	if (c->ack_takes == qp->ack_held_takes || !c->ack_held) {
+		sv_xmit_ack_release(c);
+		sv_xmit_flush(c);
+		return;
+	}
+	qp->ack_held_takes = c->ack_takes;
+	qp->ack_held_deadline = sv_now_ns() + SV_ACK_HOLD_NS;
+}
+
 void sv_engine_on_timer(struct sv_qp *qp, uint64_t now)
 {
 	enum ibv_qp_state s;
@@ -313,8 +344,20 @@ void sv_engine_on_timer(struct sv_qp *qp, uint64_t now)
 				sv_qp_to_error(qp);
 		}
 	}
-	if (qp->ack_deadline && now >= qp->ack_deadline && qp->attr.qp_state != IBV_QPS_ERR)
-		ack_timeout(qp, now);
+	if (qp->ack_held_deadline && now >= qp->ack_held_deadline)
+		held_ack_timer(qp);
+	if (qp->ack_deadline && now >= qp->ack_deadline && qp->attr.qp_state != IBV_QPS_ERR) {
+		/* The ACK may be waiting, unread, for a poller that spun on
+		 * the channel and went away: a NIC would have taken it. */
+		if (qp->out && qp->out->connected && !qp->out->closed && !qp->out->dead) {
+			sv_rx_process(qp->out);
+			if (qp->out && qp->out->dead)
+				sv_conn_lost(qp->out);
+		}
+		if (qp->ack_deadline && now >= qp->ack_deadline &&
+		    qp->attr.qp_state != IBV_QPS_ERR)
+			ack_timeout(qp, now);
+	}
 	sv_node_timer_update(qp_node(qp), qp);
 	pthread_mutex_unlock(&qp->lock);
 }

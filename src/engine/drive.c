@@ -30,16 +30,19 @@ static void socks_add(struct sv_cq *cq, struct sv_conn *c)
 	}
 	cq->socks[cq->nsocks] = c;
 	__atomic_store_n(&cq->nsocks, cq->nsocks + 1, __ATOMIC_RELEASE);
+	if (cq->spinning)
+		sv_conn_spin_off(c, true);   /* a poll decides soon whether it stays taken */
 }
 
-static void socks_del(struct sv_cq *cq, struct sv_conn *c)
+static bool socks_del(struct sv_cq *cq, struct sv_conn *c)
 {
 	for (uint32_t i = 0; i < cq->nsocks; i++)
 		if (cq->socks[i] == c) {
 			cq->socks[i] = cq->socks[cq->nsocks - 1];
 			__atomic_store_n(&cq->nsocks, cq->nsocks - 1, __ATOMIC_RELEASE);
-			return;
+			return true;
 		}
+	return false;
 }
 
 /* Let application threads polling `cq` process this channel: socket
@@ -81,13 +84,25 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 	pthread_mutex_unlock(&cq->drive_lock);
 }
 
-void sv_engine_drive_forget(struct sv_conn *c)
+/* An inbound TCP channel is also the send CQ's: the peer's requests carry
+ * ACKs of ours (piggybacked), which a poller waiting for a send completion
+ * must read. */
+void sv_engine_drive_register_also(struct sv_conn *c, struct sv_cq *cq)
 {
-	struct sv_cq *cq = c->drive_cq;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 
-	if (!cq)
+	if (c->shm_on || c->is_unix || cq == c->drive_cq || c->drive_cq2 ||
+	    epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev))
 		return;
-	__atomic_store_n(&c->drive_cq, NULL, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->drive_cq2, cq, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&cq->drive_lock);
+	socks_add(cq, c);
+	pthread_mutex_unlock(&cq->drive_lock);
+}
+
+static void forget_in(struct sv_conn *c, struct sv_cq *cq)
+{
 	if (c->h.fd >= 0 && !epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL))
 		__atomic_sub_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&cq->drive_lock);
@@ -97,9 +112,23 @@ void sv_engine_drive_forget(struct sv_conn *c)
 			__atomic_store_n(&cq->nrings, cq->nrings - 1, __ATOMIC_RELEASE);
 			break;
 		}
-	socks_del(cq, c);
-	sv_conn_spin_off(c, false);      /* the progress thread serves it again */
+	if (socks_del(cq, c) && cq->spinning)
+		sv_conn_spin_off(c, false);  /* the progress thread serves it again */
 	pthread_mutex_unlock(&cq->drive_lock);
+}
+
+void sv_engine_drive_forget(struct sv_conn *c)
+{
+	struct sv_cq *cq = c->drive_cq, *cq2 = c->drive_cq2;
+
+	if (cq2) {
+		__atomic_store_n(&c->drive_cq2, NULL, __ATOMIC_RELEASE);
+		forget_in(c, cq2);
+	}
+	if (cq) {
+		__atomic_store_n(&c->drive_cq, NULL, __ATOMIC_RELEASE);
+		forget_in(c, cq);
+	}
 }
 
 /*
@@ -107,28 +136,33 @@ void sv_engine_drive_forget(struct sv_conn *c)
  * nothing), the progress thread is not woken for input on the CQ's TCP
  * channels: the poller reads them itself, and a woken progress thread would
  * only take a core from it (two spinning processes on two cores) and race
- * it for the QP lock.  A poll that returns completions keeps the spin as
- * long as the poller still takes every channel (spin_takes): ending it and
- * starting it again cost two epoll_ctl per channel per message, and the
- * woken progress thread fought the poller for the QP lock (veth
- * ib_send_lat).  The spin ends, and the progress thread watches them
- * again, when a channel is no longer taken, when the CQ is armed for an
- * event, or when the CQ has not been polled for SV_SPIN_STALE_NS (the
- * progress thread checks every millisecond while any CQ spins): input that
- * arrived meanwhile then wakes it at once (epoll is level-triggered).
+ * it for the QP lock.  The spin ends, and the progress thread watches them
+ * again, when a poll returns completions (the application may go and do
+ * something else: its peer's requests must not wait for a stale spin),
+ * when the CQ is armed for an event, or when the CQ has not been polled
+ * for SV_SPIN_STALE_NS (the progress thread checks every millisecond while
+ * any CQ spins): input that arrived meanwhile then wakes it at once (epoll
+ * is level-triggered).  In a steady ping-pong (engine/xmit.c) a poll that
+ * returns completions keeps the spin while the poller still takes every
+ * channel: the application comes back at once, and ending and starting the
+ * spin cost two epoll_ctl per channel per message (veth ib_send_lat).
  */
 #define SV_SPIN_STALE_NS (200 * 1000ull)
 
 /* The poller takes the channels whose input it waits for, one message at a
  * time: responses to a single request in flight (outbound), and requests
- * while they complete receives.  Other requests (RDMA WRITE, READ) and
- * the responses of a stream the progress thread serves in parallel with it
- * (taking those cost ib_write_bw 15-20 %). */
+ * while they complete receives or answer ours in a steady ping-pong (their
+ * ACKs are held for our requests to carry: RDMA WRITEs of ib_write_lat
+ * then arrive while we poll for the completion they carry).  Other
+ * requests (a stream of RDMA WRITEs, READs) and the responses of a stream
+ * the progress thread serves in parallel with it (taking those cost
+ * ib_write_bw 15-20 %). */
 static bool spin_takes(struct sv_conn *c)
 {
 	if (c->outbound)
 		return __atomic_load_n(&c->tx_since_rx, __ATOMIC_RELAXED) <= 1;
-	return __atomic_load_n(&c->rx_completes, __ATOMIC_RELAXED);
+	return __atomic_load_n(&c->rx_completes, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&c->ack_streak, __ATOMIC_RELAXED) >= SV_ACK_STREAK;
 }
 
 /* Take the CQ's channels (on) or give them back.  All or none: while the
@@ -162,10 +196,23 @@ void sv_engine_spin_start(struct sv_node *node, struct sv_cq *cq)
 		sv_node_spin_watch(node);
 }
 
+/* Is a ping-pong steady on one of the CQ's channels (engine/xmit.c)? */
+static bool cq_pingpong(struct sv_cq *cq)
+{
+	bool steady = false;
+
+	pthread_mutex_lock(&cq->drive_lock);
+	for (uint32_t i = 0; i < cq->nsocks && !steady; i++)
+		steady = __atomic_load_n(&cq->socks[i]->ack_streak, __ATOMIC_RELAXED) >=
+			 SV_ACK_STREAK;
+	pthread_mutex_unlock(&cq->drive_lock);
+	return steady;
+}
+
 void sv_engine_spin_found(struct sv_node *node, struct sv_cq *cq)
 {
 	if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED))
-		cq_spin(node, cq, true);      /* ends only if a channel is no longer taken */
+		cq_spin(node, cq, cq_pingpong(cq));
 }
 
 void sv_engine_spin_end(struct sv_node *node, struct sv_cq *cq)
@@ -253,12 +300,99 @@ bool sv_engine_poller_active(struct sv_conn *c, uint64_t now)
 	return last && now - last < SV_POLLER_ACTIVE_NS;
 }
 
+/* ACKs held for a request to carry (engine/xmit.c) go now: the
+ * application waits (an empty poll, an armed CQ) or does something else.
+ * Collected under the CQ's lock, served without it (node->drivers keeps
+ * the channels allocated meanwhile). */
+static int collect_held(struct sv_cq *cq, struct sv_conn **held, int k, int max)
+{
+	__atomic_store_n(&cq->acks_held, false, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&cq->drive_lock);
+	for (uint32_t i = 0; i < cq->nsocks && k < max; i++)
+		if (__atomic_load_n(&cq->socks[i]->ack_held, __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&cq->socks[i]->ack_carriable, __ATOMIC_RELAXED))
+			held[k++] = cq->socks[i];
+	pthread_mutex_unlock(&cq->drive_lock);
+	return k;
+}
+
+static void serve_held(struct sv_cq *cq, struct sv_conn **held, int k)
+{
+	for (int i = 0; i < k; i++) {
+		struct sv_conn *c = held[i];
+		struct sv_qp *qp = c->qp;
+
+		if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) || !qp)
+			continue;
+		if (pthread_mutex_trylock(&qp->lock)) {
+			__atomic_store_n(&cq->acks_held, true, __ATOMIC_RELAXED);   /* next poll */
+			continue;
+		}
+		if (!c->closed && (c->ack_held || c->ack_carriable)) {
+			sv_xmit_ack_release(c);
+			sv_xmit_flush(c);
+			if (c->dead)
+				sv_conn_lost(c);
+		}
+		pthread_mutex_unlock(&qp->lock);
+	}
+}
+
+static void release_held_acks(struct sv_cq *cq)
+{
+	struct sv_conn *held[16];
+
+	serve_held(cq, held, collect_held(cq, held, 0, 16));
+}
+
+void sv_engine_release_acks(struct sv_node *node, struct sv_cq *cq)
+{
+	if (!__atomic_load_n(&cq->acks_held, __ATOMIC_RELAXED))
+		return;
+	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	release_held_acks(cq);
+	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The application does something else than the ping-pong's post and poll
+ * (creates, modifies or destroys a QP, waits for an event): every held
+ * ACK goes, or its peer would wait for our timer (perftest -R listens for
+ * its test connection only after its handshake SEND completed).  A channel
+ * it could not lock keeps its CQ marked: that CQ's next empty poll. */
+void sv_engine_release_all_acks(struct sv_node *node)
+{
+	struct sv_conn *held[64];
+	struct sv_cq *cq;
+	struct sv_list *pos, *tmp;
+	int k = 0;
+
+	if (!__atomic_load_n(&node->acks_held, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&node->acks_held, false, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&node->lock);
+	sv_list_for_each_safe(pos, tmp, &node->cqs) {
+		cq = sv_container_of(pos, struct sv_cq, spin_link);
+		if (__atomic_load_n(&cq->acks_held, __ATOMIC_RELAXED))
+			k = collect_held(cq, held, k, 64);
+	}
+	pthread_mutex_unlock(&node->lock);
+	for (int i = 0; i < k; i++) {
+		cq = __atomic_load_n(&held[i]->drive_cq, __ATOMIC_ACQUIRE);
+		if (cq)                  /* else closed meanwhile */
+			serve_held(cq, &held[i], 1);
+	}
+	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+}
+
 void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 {
 	struct epoll_event evs[16];
 	int n;
 
 	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&cq->acks_held, __ATOMIC_RELAXED))
+		release_held_acks(cq);
 	if (__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE)) {
 		struct sv_conn *ready[64];
 		int k = 0;

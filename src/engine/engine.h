@@ -43,6 +43,7 @@ bool sv_engine_poller_active(struct sv_conn *c, uint64_t now);
 void sv_engine_polling(struct sv_cq *cq, uint32_t work);
 void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq);
 void sv_engine_drive_forget(struct sv_conn *c);
+void sv_engine_drive_register_also(struct sv_conn *c, struct sv_cq *cq);
 void sv_engine_drive_register_dgram(struct sv_qp *qp);
 /* A poll found the CQ empty / returned completions or armed it. */
 void sv_engine_spin_start(struct sv_node *node, struct sv_cq *cq);
@@ -89,6 +90,12 @@ void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *pa
 void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c);
 void sv_comp_end(struct sv_qp *qp, struct sv_conn *c);
 void sv_comp_ack_word(struct sv_qp *qp, struct sv_conn *c);
+/* A request of the peer carried an ACK of ours (SV_WF_ACK). */
+void sv_comp_ack_carried(struct sv_qp *qp, uint32_t psn);
+/* Pollers: release the ACKs the CQ's channels hold (the application waits). */
+void sv_engine_release_acks(struct sv_node *node, struct sv_cq *cq);
+/* Slower verbs: release every ACK held (the ping-pong is over). */
+void sv_engine_release_all_acks(struct sv_node *node);
 void sv_comp_reap(struct sv_qp *qp);              /* in-order send completions */
 void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *wqe, enum ibv_wc_status st);
 void sv_comp_link_lost(struct sv_qp *qp);
@@ -105,6 +112,16 @@ void sv_xmit_flush(struct sv_conn *c);            /* write pending frames */
 struct sv_txframe *sv_xmit_resp_slot(struct sv_conn *c);  /* NULL if queue full */
 void sv_xmit_resp_commit(struct sv_conn *c, struct sv_txframe *f);
 void sv_xmit_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn);
+/* Held ACKs (TCP, see xmit.c): hold one for the next request to carry,
+ * take it into a request, or queue it as a frame (then flush). */
+void sv_xmit_ack_maybe_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn);
+void sv_xmit_ack_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn);
+bool sv_xmit_ack_take(struct sv_conn *c, uint32_t *psn);
+bool sv_xmit_ack_carry(struct sv_conn *c, uint32_t *psn);
+void sv_xmit_ack_release(struct sv_conn *c);
+#define SV_ACK_HOLD_MIN_TMO 12   /* requester ack timeouts (4.096 us << t) that allow holding */
+#define SV_ACK_STREAK 16         /* a ping-pong this long is steady */
+#define SV_ACK_HOLD_NS (2ull * 1000 * 1000)   /* the timer looks at held ACKs this often */
 void sv_xmit_nak(struct sv_conn *c, struct sv_qp *qp, uint32_t psn, enum sv_nak code,
 		 uint64_t data0);
 void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src);

@@ -187,7 +187,10 @@ static bool rx_direct(struct sv_conn *c)
 	}
 	if (!rx_may_read(c))
 		return false;
-	r = rx_read_done(c, sv_conn_readv(c, iov, n), c->rx_remain - want);
+	sv_dma_begin();         /* straight into registered memory (util/tsan.h) */
+	r = sv_conn_readv(c, iov, n);
+	sv_dma_end();
+	r = rx_read_done(c, r, c->rx_remain - want);
 	if (r <= 0)
 		return false;
 	place_advance(p, r);
@@ -261,10 +264,13 @@ static void rx_begin(struct sv_conn *c)
 			sv_engine_protocol_error(c, "frame for another QP");
 			break;
 		}
-		if (c->outbound)
+		if (c->outbound) {
 			sv_comp_begin(qp, c);
-		else
+		} else {
+			if (c->rx_hdr.flags & SV_WF_ACK)
+				sv_comp_ack_carried(qp, c->rx_hdr.ack_psn);
 			sv_resp_begin(qp, c);
+		}
 	}
 }
 
@@ -469,8 +475,10 @@ static void attach_inbound(struct sv_conn *c)
 	c->resp_head = c->resp_tail = 0;
 	if (!answer_hello(c, qp, h))
 		c->dead = true;
-	else
+	else {
 		sv_engine_drive_register(c, qp->rcq);
+		sv_engine_drive_register_also(c, qp->scq);
+	}
 	sv_engine_qp_ready(qp);
 	if (!c->dead)
 		sv_rx_process(c);

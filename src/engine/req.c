@@ -146,6 +146,11 @@ static void build_header(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe 
 	uint8_t op = wr_to_op[w->opcode];
 
 	sv_frame_init(f, op, dst_qpn, qp->ibqp.qp_base.qp_num, w->psn);
+	if (qp->ibqp.qp_base.qp_type == IBV_QPT_RC) {
+		f->hdr.ack_tmo = qp->attr.timeout;
+		if (qp->in && sv_xmit_ack_carry(qp->in, &f->hdr.ack_psn))
+			f->hdr.flags |= SV_WF_ACK;       /* carries the ACK it held */
+	}
 	if (w->send_flags & IBV_SEND_SOLICITED)
 		f->hdr.flags |= SV_WF_SOLICITED;
 	if (sv_opinfo[op].flags & SV_OPF_IMM)
@@ -576,6 +581,10 @@ void sv_engine_qp_teardown(struct sv_qp *qp)
 {
 	/* receives already done in the current batch complete before any flush */
 	if (qp->in) {
+		if (qp->in->ack_held) {          /* the requests were carried out */
+			sv_xmit_ack_release(qp->in);
+			sv_xmit_flush(qp->in);
+		}
 		for (int i = 0; i < qp->in->ndone; i++)
 			sv_cq_push(qp->rcq, &qp->in->done[i], qp->in->done_solicited[i]);
 		qp->in->ndone = 0;

@@ -340,6 +340,15 @@ static void complete_recv(struct sv_qp *qp, struct sv_conn *c, const struct sv_w
 	c->done_solicited[c->ndone++] = h->flags & SV_WF_SOLICITED;
 }
 
+/* May the ACK of this request wait for one of ours to carry it (xmit.c)?
+ * Over TCP, with our requester connected, and only for a requester whose
+ * ack timeout is long (or infinite) next to the longest wait. */
+static bool ack_may_wait(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
+{
+	return !c->shm_on && qp->out && qp->out->connected &&
+	       (!h->ack_tmo || h->ack_tmo >= SV_ACK_HOLD_MIN_TMO) && c->ack_held_n < 16;
+}
+
 void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 {
 	const struct sv_wire_hdr *h = &c->rx_hdr;
@@ -361,8 +370,12 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 	if (c->rx_completes != qp->rctx.have_wqe)
 		__atomic_store_n(&c->rx_completes, qp->rctx.have_wqe, __ATOMIC_RELAXED);
 	if (qp->rctx.ack && !(sv_opinfo[h->opcode].flags & (SV_OPF_ATOMIC)) &&
-	    h->opcode != SV_OP_READ_REQ)
-		sv_xmit_ack(c, qp, h->psn);
+	    h->opcode != SV_OP_READ_REQ) {
+		if (ack_may_wait(qp, c, h))
+			sv_xmit_ack_maybe_hold(c, qp, h->psn);
+		else
+			sv_xmit_ack(c, qp, h->psn);
+	}
 	if (qp->rctx.have_wqe)
 		complete_recv(qp, c, h);
 }

@@ -7,7 +7,10 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "transport/node.h"
 #include "util/log.h"
+#include "util/time.h"
+#include "util/tsan.h"
 
 void sv_frame_init(struct sv_txframe *f, enum sv_op op, uint32_t dst, uint32_t src, uint32_t psn)
 {
@@ -61,7 +64,9 @@ static bool frame_write(struct sv_conn *c, struct sv_txframe *f)
 			skip = 0;
 			n++;
 		}
+		sv_dma_begin();    /* payloads are often application memory (util/tsan.h) */
 		r = sv_conn_writev(c, iov, n);
+		sv_dma_end();
 		if (r <= 0)
 			return false;
 		f->done += r;
@@ -75,11 +80,18 @@ static void frame_seal(struct sv_txframe *f)
 	sv_wire_encode(&f->hdr);
 }
 
-struct sv_txframe *sv_xmit_resp_slot(struct sv_conn *c)
+static struct sv_txframe *resp_slot(struct sv_conn *c)
 {
 	if (c->resp_tail - c->resp_head >= SV_RESPQ_LEN)
 		return NULL;
 	return &c->resp[c->resp_tail % SV_RESPQ_LEN];
+}
+
+/* Any other response goes after the ACK held before it. */
+struct sv_txframe *sv_xmit_resp_slot(struct sv_conn *c)
+{
+	sv_xmit_ack_release(c);
+	return resp_slot(c);
 }
 
 void sv_xmit_resp_commit(struct sv_conn *c, struct sv_txframe *f)
@@ -98,10 +110,24 @@ static struct sv_txframe *last_unsent_resp(struct sv_conn *c)
 	return f->done ? NULL : f;
 }
 
-void sv_xmit_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
+static void queue_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
 {
 	struct sv_txframe *f = last_unsent_resp(c);
 
+	/* Coalesce: a cumulative ACK not yet on the wire simply moves forward. */
+	if (f && f->hdr.opcode == SV_OP_ACK) {
+		f->hdr.psn = SV_WIRE_PUT32(psn);
+		return;
+	}
+	f = resp_slot(c);
+	if (!f)
+		return;        /* the receive loop keeps two slots free; cannot happen */
+	sv_frame_init(f, SV_OP_ACK, qp->peer_qpn, qp->ibqp.qp_base.qp_num, psn);
+	sv_xmit_resp_commit(c, f);
+}
+
+void sv_xmit_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
+{
 	/* Ring channels acknowledge in the ring, published by the next flush
 	 * (before the frames queued after it). */
 	if (c->shm_on) {
@@ -109,16 +135,100 @@ void sv_xmit_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
 		c->ack_word_psn = psn;
 		return;
 	}
-	/* Coalesce: a cumulative ACK not yet on the wire simply moves forward. */
-	if (f && f->hdr.opcode == SV_OP_ACK) {
-		f->hdr.psn = SV_WIRE_PUT32(psn);
+	sv_xmit_ack_release(c);
+	queue_ack(c, qp, psn);
+}
+
+/*
+ * Held ACKs (TCP).  Over a socket an ACK costs a sendmsg on the critical
+ * path of a ping-pong: the peer waits for it and for our answer, which
+ * follows on the other channel.  So an ACK may wait for the QP's next
+ * request, which carries it (SV_WF_ACK),
+ * and goes out by itself at the latest when a poll of the channel's CQs
+ * finds nothing, the CQ is armed, the QP is torn down, 16 requests are
+ * covered, or SV_ACK_HOLD_NS have passed (the progress thread's timer).
+ * Only for requesters whose ack timeout leaves room for that, and only
+ * once the QP has shown a steady ping-pong: SV_ACK_STREAK times in a row a
+ * request of ours followed a request of the peer before the poller went
+ * idle.  A short exchange never holds: the peer's completion would wait
+ * for our timer, and a program that goes on elsewhere (perftest -R's
+ * handshake: its server listens for the test connection only once its
+ * last SEND completed) would be slowed or lose a race.
+ */
+
+/* Tell pollers of the channel's CQs and the slower verbs to look. */
+static void mark_held(struct sv_conn *c)
+{
+	if (c->drive_cq)
+		__atomic_store_n(&c->drive_cq->acks_held, true, __ATOMIC_SEQ_CST);
+	if (c->drive_cq2)
+		__atomic_store_n(&c->drive_cq2->acks_held, true, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&c->node->acks_held, __ATOMIC_RELAXED))
+		__atomic_store_n(&c->node->acks_held, true, __ATOMIC_SEQ_CST);
+}
+
+/* Could this ACK wait?  (resp.c decided the peer allows it.)  Held once
+ * the ping-pong is steady, whichever thread took the request (the
+ * application answers soon); else sent now, and marked: if our next
+ * request comes before the poller goes idle, the streak grows. */
+void sv_xmit_ack_maybe_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
+{
+	if (c->ack_held || c->ack_streak >= SV_ACK_STREAK) {
+		sv_xmit_ack_hold(c, qp, psn);
 		return;
 	}
-	f = sv_xmit_resp_slot(c);
-	if (!f)
-		return;        /* the receive loop keeps two slots free; cannot happen */
-	sv_frame_init(f, SV_OP_ACK, qp->peer_qpn, qp->ibqp.qp_base.qp_num, psn);
-	sv_xmit_resp_commit(c, f);
+	sv_xmit_ack(c, qp, psn);
+	__atomic_store_n(&c->ack_carriable, true, __ATOMIC_RELAXED);   /* pollers read it */
+	mark_held(c);        /* an empty poll ends the chance (drive.c looks) */
+}
+
+/* Our requester builds a request: it carries the ACK held, if any. */
+bool sv_xmit_ack_carry(struct sv_conn *c, uint32_t *psn)
+{
+	if (c->ack_carriable || c->ack_held) {
+		__atomic_store_n(&c->ack_carriable, false, __ATOMIC_RELAXED);
+		if (c->ack_streak < SV_ACK_STREAK)     /* pollers read it (drive.c) */
+			__atomic_store_n(&c->ack_streak, c->ack_streak + 1, __ATOMIC_RELAXED);
+	}
+	return sv_xmit_ack_take(c, psn);
+}
+
+void sv_xmit_ack_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
+{
+	c->ack_held_psn = psn;
+	c->ack_held_n++;
+	if (c->ack_held)
+		return;
+	__atomic_store_n(&c->ack_held, true, __ATOMIC_RELAXED);
+	mark_held(c);
+	if (!qp->ack_held_deadline) {
+		qp->ack_held_deadline = sv_now_ns_upper() + SV_ACK_HOLD_NS;
+		sv_node_timer_update(c->node, qp);
+	}
+}
+
+bool sv_xmit_ack_take(struct sv_conn *c, uint32_t *psn)
+{
+	if (!c->ack_held)
+		return false;
+	*psn = c->ack_held_psn;
+	c->ack_held_n = 0;
+	c->ack_takes++;
+	__atomic_store_n(&c->ack_held, false, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* The ACK goes by itself: the ping-pong, if any, is over. */
+void sv_xmit_ack_release(struct sv_conn *c)
+{
+	uint32_t psn;
+
+	if (c->ack_carriable)
+		__atomic_store_n(&c->ack_carriable, false, __ATOMIC_RELAXED);
+	if (c->qp && sv_xmit_ack_take(c, &psn)) {
+		__atomic_store_n(&c->ack_streak, 0, __ATOMIC_RELAXED);
+		queue_ack(c, c->qp, psn);
+	}
 }
 
 void sv_xmit_nak(struct sv_conn *c, struct sv_qp *qp, uint32_t psn, enum sv_nak code,

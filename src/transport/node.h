@@ -87,6 +87,7 @@ struct sv_node {
 	bool rings_left;             /* progress thread left ready rings to a poller */
 	struct sv_list cqs;          /* every CQ of the node's contexts (node lock) */
 	int spinning_cqs;            /* CQs a poller spins on (engine/drive.c) */
+	bool acks_held;              /* some channel may hold an ACK (engine/xmit.c) */
 	uint64_t last_spin_ns;       /* when a spin last began */
 	bool ticking;                /* the progress thread checks spins every ms */
 	uint8_t *udp_buf;            /* progress thread's datagram buffer */

@@ -86,12 +86,13 @@ struct sv_conn {
 	int rx_fds[2], n_rx_fds;     /* descriptors received with the last bytes */
 	int tx_fds[2], n_tx_fds;     /* descriptors to send with the next write */
 	struct sv_cq *drive_cq;      /* CQ whose pollers check this ring */
+	struct sv_cq *drive_cq2;     /* inbound TCP: the send CQ too (piggybacked ACKs) */
 
 	/* Spinning pollers (engine/drive.c).  Read by other threads without
 	 * the QP lock: kept apart from the flags above, which the compiler
 	 * may load together. */
 	pthread_mutex_t watch_lock;  /* orders changes of the progress thread's events */
-	bool spin_off;               /* input left to a poller spinning on drive_cq */
+	uint8_t spin_off;            /* input left to pollers spinning on its CQs (count) */
 	bool rx_completes;           /* inbound: its last request completed a receive */
 	uint32_t tx_since_rx;        /* outbound: requests written since the last response */
 
@@ -114,6 +115,14 @@ struct sv_conn {
 	/* inbound ring channel: the ACK to publish in the ring (not a frame) */
 	bool ack_word_pending;
 	uint32_t ack_word_psn;
+	/* inbound TCP channel: an ACK held for the QP's next request to carry
+	 * (engine/xmit.c); ack_held is read by pollers without the QP lock */
+	bool ack_held;
+	bool ack_carriable;          /* acknowledged at once, though it could have waited */
+	uint8_t ack_streak;          /* ACKs our requests carried in a row (xmit.c) */
+	uint32_t ack_held_psn;
+	uint32_t ack_held_n;         /* requests it covers */
+	uint32_t ack_takes;          /* holds ended so far (the timer's yardstick) */
 
 	/* responder: receive completions of the current batch, pushed only
 	 * after the batch's acknowledgements are on their way */
@@ -134,7 +143,8 @@ void sv_conn_close(struct sv_conn *c);
 void sv_conn_reap(struct sv_node *node);     /* progress thread: free closed conns */
 void sv_conn_want_out(struct sv_conn *c, bool on);
 void sv_conn_pause(struct sv_conn *c, bool paused);
-/* A poller spinning on the channel's CQ takes its input (TCP channels). */
+/* A poller spinning on one of the channel's CQs takes its input (TCP
+ * channels), or gives it back: calls pair up. */
 void sv_conn_spin_off(struct sv_conn *c, bool off);
 ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n);
 ssize_t sv_conn_read(struct sv_conn *c, void *buf, size_t len);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "engine/engine.h"
 #include "verbs/sv.h"
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
@@ -72,6 +73,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 	struct sv_comp_channel *ch = to_sch(channel);
 	struct sv_cq *scq;
 
+	sv_engine_release_all_acks(to_sctx(channel->context)->node);
 	for (;;) {
 		pthread_mutex_lock(&ch->lock);
 		if (!sv_list_empty(&ch->fired))

@@ -85,6 +85,7 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 	/* the application is about to wait for an event, not to poll */
 	sv_engine_spin_end(to_sctx(ibcq->context)->node, cq);
+	sv_engine_release_acks(to_sctx(ibcq->context)->node, cq);
 	pthread_mutex_lock(&cq->lock);
 	/* atomic stores: posters read them without the lock (sv_engine_posting) */
 	if (solicited_only)

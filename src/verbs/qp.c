@@ -207,6 +207,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_a
 	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	struct sv_qp *qp;
 
+	sv_engine_release_all_acks(to_sctx(context)->node);
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || (a->comp_mask & ~known)) {
 		errno = (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) ? EOPNOTSUPP :
 			!(a->comp_mask & IBV_QP_INIT_ATTR_PD) ? EINVAL : EOPNOTSUPP;
@@ -281,6 +282,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct sv_qp *qp = to_sqp(ibqp);
 	struct sv_node *node = to_sctx(ibqp->context)->node;
 
+	sv_engine_release_all_acks(node);
 	sv_node_sync(node, qp_unlink, qp);
 	sv_engine_wait_drivers(node);
 	sv_async_purge(ibqp->context, ibqp);

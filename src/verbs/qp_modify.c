@@ -235,6 +235,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	int ti = type_index(ibqp->qp_type), ret;
 	uint32_t allowed;
 
+	sv_engine_release_all_acks(to_sctx(ibqp->context)->node);
 	pthread_mutex_lock(&qp->lock);
 	cur = qp->attr.qp_state;
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {

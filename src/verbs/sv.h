@@ -116,6 +116,7 @@ struct sv_cq {
 	struct sv_conn **socks;
 	uint32_t nsocks, socks_cap;
 	bool spinning;
+	bool acks_held;              /* a channel here may hold an ACK (engine/xmit.c) */
 	struct sv_list spin_link;    /* node's spinning CQs (node lock) */
 	uint32_t events_reported;    /* completion events handed out */
 	uint32_t async_reported;
@@ -234,6 +235,8 @@ struct sv_qp {
 	uint64_t rnr_deadline;       /* ns; resend after RNR NAK */
 	uint64_t link_deadline;      /* ns; reconnect */
 	uint64_t gone_deadline;      /* ns; link lost: ERR unless it is back by then */
+	uint64_t ack_held_deadline;  /* ns; responder: look at the held ACK then */
+	uint32_t ack_held_takes;     /* in->ack_takes when the timer last looked */
 	bool rnr_wait;
 	enum sv_link_state link;
 	struct sv_conn *out;         /* requests out, responses in */

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define SV_WIRE_MAGIC   0x5376   /* "Sv" */
-#define SV_WIRE_VERSION 1
+#define SV_WIRE_VERSION 2   /* 2: RC requests carry ack_tmo and may carry an ACK */
 
 enum sv_op {
 	/* requests: requester -> responder */
@@ -45,6 +45,8 @@ enum {
 	SV_WF_SHM       = 1 << 2,   /* HELLO: rings offered; HELLO_ACK: accepted */
 	SV_WF_PULL      = 1 << 3,   /* HELLO_ACK: the responder can read us; SEND: the
 				     * payload is (addr, len) pairs to pull, rlen bytes */
+	SV_WF_ACK       = 1 << 4,   /* RC request: ack_psn acknowledges the reverse
+				     * direction's requests (a piggybacked ACK) */
 };
 
 /* Scatter/gather entries per request: the device's max_sge, and the most
@@ -72,14 +74,18 @@ struct sv_wire_hdr {
 	uint8_t  version;
 	uint8_t  opcode;
 	uint8_t  flags;
-	uint8_t  pad[3];
+	uint8_t  ack_tmo;   /* RC request: the requester's ack timeout (IB encoding) */
+	uint8_t  pad[2];
 	uint32_t dst_qpn;
 	uint32_t src_qpn;
 	uint32_t psn;
 	uint32_t len;       /* payload bytes following this header */
 	uint32_t imm;       /* immediate data (as given, big-endian) or NAK syndrome */
 	uint32_t rkey;
-	uint32_t qkey;      /* UD */
+	union {
+		uint32_t qkey;      /* UD */
+		uint32_t ack_psn;   /* RC request with SV_WF_ACK */
+	};
 	uint32_t rlen;      /* READ_REQ: bytes to read */
 	uint64_t va;        /* remote address (WRITE/READ/atomics) */
 	uint64_t data0;     /* atomic: swap or add; ATOMIC_RESP: original; NAK RNR: usec */

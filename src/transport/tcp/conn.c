@@ -111,13 +111,15 @@ void sv_conn_pause(struct sv_conn *c, bool paused)
 	conn_rewatch(c);
 }
 
-/* Caller holds the drive_lock of the channel's CQ. */
+/* Caller holds the drive_lock of a CQ the channel completes to; an
+ * inbound TCP channel belongs to two (engine/drive.c), so this counts. */
 void sv_conn_spin_off(struct sv_conn *c, bool off)
 {
-	if (c->spin_off == off)
-		return;
-	__atomic_store_n(&c->spin_off, off, __ATOMIC_RELAXED);
-	conn_rewatch(c);
+	pthread_mutex_lock(&c->watch_lock);
+	__atomic_store_n(&c->spin_off, c->spin_off + (off ? 1 : -1), __ATOMIC_RELAXED);
+	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) && c->spin_off == (off ? 1 : 0))
+		sv_node_rewatch(c->node, &c->h, conn_events(c));
+	pthread_mutex_unlock(&c->watch_lock);
 }
 
 void sv_conn_close(struct sv_conn *c)
