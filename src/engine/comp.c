@@ -286,6 +286,17 @@ static void ack_timeout(struct sv_qp *qp, uint64_t now)
 	qp->ack_deadline = 0;
 	if (qp->sq.head == qp->sq.tail)
 		return;
+	/* Nothing went on the wire yet: the channel is still being set up
+	 * (a NIC has no such step; 1,000 QPs posting at once wait for 2,000
+	 * channel handshakes, qp_scale).  Not a transport retry; the setup
+	 * gets the whole retry budget once more, then the QP fails as one
+	 * whose peer is gone. */
+	if ((qp->link == SV_LINK_CONNECTING || qp->link == SV_LINK_HELLO) &&
+	    qp->sq.next == qp->sq.head) {
+		arm_gone_deadline(qp);
+		sv_req_arm_ack_timer(qp);
+		return;
+	}
 	sv_info("qp %u: ack timeout (retry %u of %u), head %u next %u tail %u link %d",
 		qp->ibqp.qp_base.qp_num, qp->retries + 1, qp->attr.retry_cnt, qp->sq.head,
 		qp->sq.next, qp->sq.tail, qp->link);
