@@ -110,6 +110,7 @@ struct sv_cq {
 	pthread_mutex_t drive_lock;  /* guards rings[], socks[] and spinning */
 	struct sv_conn **rings;      /* ring channels completing here */
 	uint32_t nrings, rings_cap;
+	uint32_t drive_next;         /* where the next poll starts looking (fairness) */
 	/* TCP channels completing here.  While a poller spins on the CQ
 	 * (its last poll found nothing) they are its alone: the progress
 	 * thread is not woken for their input (engine/drive.c). */

@@ -13,7 +13,7 @@ struct sv_shm_chan {
 	struct sv_ring *tx, *rx;
 	uint32_t size;               /* ring data size, validated at attach */
 	uint64_t tx_head_seen;       /* the consumer's position, as we last read it */
-	uint32_t tx_ack_seen;        /* the consumer's ACK word, as we last took it */
+	uint32_t rx_ack_seen;        /* the responder's ACK word, as we last took it */
 };
 
 /* The connecting side creates it (returns the memfd to pass on); ring 0

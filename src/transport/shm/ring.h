@@ -25,10 +25,10 @@ struct sv_ring {
 	uint32_t producer_wants_wake;/* producer waits for room */
 	uint8_t pad0[44];
 	uint64_t head;               /* consumer position (free-running) */
-	uint32_t ack;                /* the consumer's cumulative ACK (see below) */
-	uint8_t pad1[52];
+	uint8_t pad1[56];
 	uint64_t tail;               /* producer position (free-running) */
-	uint8_t pad2[56];
+	uint32_t ack;                /* the producer's cumulative ACK (see below) */
+	uint8_t pad2[52];
 	uint8_t data[];
 };
 
@@ -44,10 +44,11 @@ size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, 
 		     uint64_t *head_seen);
 size_t sv_ring_read(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n);
 
-/* The consumer of a request ring acknowledges in the ring itself, next to
- * its position, instead of writing ACK frames into the other ring: a store
- * to a line it owns anyway.  0 means "nothing yet"; else the PSN of the
- * last request executed, with SV_RING_ACK_VALID. */
+/* A responder acknowledges in its response ring, next to the position the
+ * requester reads anyway, instead of writing ACK frames into it: one store,
+ * and the requester finds responses and ACK in one cache line.  0 means
+ * "nothing yet"; else the PSN of the last request executed, with
+ * SV_RING_ACK_VALID. */
 #define SV_RING_ACK_VALID (1u << 31)
 static inline void sv_ring_ack_publish(struct sv_ring *r, uint32_t psn)
 {

@@ -109,6 +109,9 @@ void sv_conn_pause(struct sv_conn *c, bool paused)
 		return;
 	__atomic_store_n(&c->paused, paused, __ATOMIC_RELAXED);
 	conn_rewatch(c);
+	/* a resumed ring may hold frames no doorbell announces any more */
+	if (!paused && c->shm_on && !sv_node_on_progress_thread(c->node))
+		sv_node_kick(c->node);
 }
 
 /* Caller holds the drive_lock of a CQ the channel completes to; an
@@ -276,26 +279,30 @@ static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
 
 void sv_conn_shm_ack(struct sv_conn *c, uint32_t psn)
 {
-	sv_ring_ack_publish(c->shm.rx, psn);
+	sv_ring_ack_publish(c->shm.tx, psn);
 	ring_doorbell(c, &c->shm.tx->consumer_wants_wake);
 }
 
 bool sv_conn_shm_ack_take(struct sv_conn *c, uint32_t *psn)
 {
-	uint32_t w = sv_ring_ack_load(c->shm.tx);
+	uint32_t w = sv_ring_ack_load(c->shm.rx);
 
-	if (w == __atomic_load_n(&c->shm.tx_ack_seen, __ATOMIC_RELAXED))
+	if (w == __atomic_load_n(&c->shm.rx_ack_seen, __ATOMIC_RELAXED))
 		return false;
-	__atomic_store_n(&c->shm.tx_ack_seen, w, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->shm.rx_ack_seen, w, __ATOMIC_RELAXED);
 	*psn = w & ~SV_RING_ACK_VALID;
 	return true;
 }
 
+/* A paused channel's frames wait (they are not input until it resumes):
+ * counted as input, they kept pollers and the progress thread busy with
+ * channels they could not serve, and a poller's 64 slots full. */
 bool sv_conn_shm_has_input(const struct sv_conn *c)
 {
-	return sv_ring_readable(c->shm.rx, c->shm.size) ||
-	       (c->outbound && sv_ring_ack_load(c->shm.tx) !=
-			       __atomic_load_n(&c->shm.tx_ack_seen, __ATOMIC_RELAXED));
+	return (!__atomic_load_n(&c->paused, __ATOMIC_RELAXED) &&
+		sv_ring_readable(c->shm.rx, c->shm.size)) ||
+	       (c->outbound && sv_ring_ack_load(c->shm.rx) !=
+			       __atomic_load_n(&c->shm.rx_ack_seen, __ATOMIC_RELAXED));
 }
 
 ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n)
@@ -372,7 +379,9 @@ int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, b
 	sv_list_for_each_safe(pos, tmp, &node->shm_conns) {
 		struct sv_conn *c = sv_container_of(pos, struct sv_conn, shm_link);
 
-		__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
+		/* still set from the last sleep unless a writer rang since */
+		if (!__atomic_load_n(&c->shm.rx->consumer_wants_wake, __ATOMIC_SEQ_CST))
+			__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
 		if ((sv_conn_shm_has_input(c) ||
 		     __atomic_load_n(&c->shm.tx->producer_wants_wake, __ATOMIC_RELAXED)) && n < max)
 			ready[n++] = c;
