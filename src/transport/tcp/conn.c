@@ -119,6 +119,10 @@ void sv_conn_pause(struct sv_conn *c, bool paused)
 void sv_conn_spin_off(struct sv_conn *c, bool off)
 {
 	pthread_mutex_lock(&c->watch_lock);
+	if (!off && !c->spin_off) {              /* unpaired: never below 0 */
+		pthread_mutex_unlock(&c->watch_lock);
+		return;
+	}
 	__atomic_store_n(&c->spin_off, c->spin_off + (off ? 1 : -1), __ATOMIC_RELAXED);
 	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) && c->spin_off == (off ? 1 : 0))
 		sv_node_rewatch(c->node, &c->h, conn_events(c));
