@@ -251,9 +251,9 @@ static void drive_one(struct sv_conn *c)
  * them): a stale stamp brings doorbells, which wake the progress thread,
  * which then takes the work, so that the stamp goes staler still.  The
  * clock costs more than the rest of an empty poll, so it is read once per
- * 16 units of work: a poll is one, each completion it returns and each
- * post one more (a poller that takes 16 completions at a time polls 16
- * times less often).  A heuristic: concurrent pollers may lose counts. */
+ * 16 units of work: a poll is one, each completion it returns one more
+ * (a poller that takes 16 completions at a time polls 16 times less
+ * often).  A heuristic: concurrent pollers may lose counts. */
 static void poll_stamp(struct sv_cq *cq);
 
 void sv_engine_polling(struct sv_cq *cq, uint32_t work)
@@ -276,17 +276,27 @@ static void poll_stamp(struct sv_cq *cq)
 		__atomic_store_n(&self->last_poll_ns, now, __ATOMIC_RELAXED);
 }
 
-/* Posting counts as polling: a thread that posts a stream of sends polls
- * its CQ only when the queue is full (perftest: every 100 sends), far
- * less often than writers look at the stamp, which then woke the progress
- * thread for every batch of ACKs (ib_send_bw -s 8: 10,000 wake-ups a
- * second on the sender).  Not while the CQ is armed: that thread is about
- * to sleep in ibv_get_cq_event and wants doorbells. */
+/* Posting counts as polling for same-host writers: a thread that posts a
+ * stream of sends polls its CQ only when the queue is full (perftest: every
+ * 100 sends), far less often than writers look at the process's stamp,
+ * which then woke the progress thread for every batch of ACKs (ib_send_bw
+ * -s 8: 10,000 wake-ups a second on the sender).  Only the process's stamp
+ * (seg), not the CQ's: that one says a poller will read the CQ's channels
+ * (spins, sv_engine_poller_active), which posting does not.  Not while the
+ * CQ is armed: that thread is about to sleep in ibv_get_cq_event. */
 void sv_engine_posting(struct sv_cq *cq)
 {
-	if (!__atomic_load_n(&cq->armed, __ATOMIC_RELAXED) &&
-	    !__atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED))
-		sv_engine_polling(cq, 1);
+	uint32_t posts;
+	struct sv_seg *self;
+
+	if (__atomic_load_n(&cq->armed, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED))
+		return;
+	posts = __atomic_load_n(&cq->posts, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->posts, posts + 1, __ATOMIC_RELAXED);
+	if ((posts & 15) || !(self = sv_seg_self()))
+		return;
+	__atomic_store_n(&self->last_poll_ns, sv_now_ns(), __ATOMIC_RELAXED);
 }
 
 /* Is an application thread polling the CQ this ring channel completes to?
@@ -306,12 +316,16 @@ bool sv_engine_poller_active(struct sv_conn *c, uint64_t now)
  * the channels allocated meanwhile). */
 static int collect_held(struct sv_cq *cq, struct sv_conn **held, int k, int max)
 {
+	uint32_t i;
+
 	__atomic_store_n(&cq->acks_held, false, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&cq->drive_lock);
-	for (uint32_t i = 0; i < cq->nsocks && k < max; i++)
-		if (__atomic_load_n(&cq->socks[i]->ack_held, __ATOMIC_RELAXED) ||
-		    __atomic_load_n(&cq->socks[i]->ack_carriable, __ATOMIC_RELAXED))
+	for (i = 0; i < cq->nsocks && k < max; i++)
+		if (__atomic_load_n(&cq->socks[i]->ack_held, __ATOMIC_SEQ_CST) ||
+		    __atomic_load_n(&cq->socks[i]->ack_carriable, __ATOMIC_SEQ_CST))
 			held[k++] = cq->socks[i];
+	if (i < cq->nsocks)              /* full: the rest at the next look */
+		__atomic_store_n(&cq->acks_held, true, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&cq->drive_lock);
 	return k;
 }
@@ -427,6 +441,10 @@ void sv_engine_release_all_acks(struct sv_node *node)
 	pthread_mutex_lock(&node->lock);
 	sv_list_for_each_safe(pos, tmp, &node->cqs) {
 		cq = sv_container_of(pos, struct sv_cq, spin_link);
+		if (k == 64) {                   /* full: the rest next time */
+			__atomic_store_n(&node->acks_held, true, __ATOMIC_SEQ_CST);
+			break;
+		}
 		if (__atomic_load_n(&cq->acks_held, __ATOMIC_RELAXED))
 			k = collect_held(cq, held, k, 64);
 	}

@@ -119,6 +119,7 @@ void sv_xmit_ack_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn);
 bool sv_xmit_ack_take(struct sv_conn *c, uint32_t *psn);
 bool sv_xmit_ack_carry(struct sv_conn *c, uint32_t *psn);
 void sv_xmit_ack_release(struct sv_conn *c);
+void sv_xmit_ack_recover(struct sv_qp *qp);
 #define SV_ACK_HOLD_MIN_TMO 12   /* requester ack timeouts (4.096 us << t) that allow holding */
 #define SV_ACK_STREAK 16         /* a ping-pong this long is steady */
 #define SV_ACK_HOLD_NS (2ull * 1000 * 1000)   /* the timer looks at held ACKs this often */

@@ -327,6 +327,7 @@ bool sv_req_fill(struct sv_qp *qp, struct sv_txframe *f)
 			st = add_payload(qp, w, f);
 		if (st != IBV_WC_SUCCESS) {
 			f->in_use = false;
+			sv_xmit_ack_recover(qp);     /* the ACK it carried goes alone */
 			sv_comp_fail(qp, w, st);
 			return false;
 		}
@@ -370,6 +371,7 @@ void sv_req_sent(struct sv_qp *qp, uint32_t idx)
 
 void sv_req_rewind(struct sv_qp *qp, uint32_t idx)
 {
+	sv_xmit_ack_recover(qp);        /* dropped frames may have carried our ACK */
 	for (uint32_t i = idx; i != qp->sq.next; i++) {
 		struct sv_swqe *w = sv_sq_at(&qp->sq, i);
 

@@ -345,7 +345,7 @@ static void complete_recv(struct sv_qp *qp, struct sv_conn *c, const struct sv_w
  * ack timeout is long (or infinite) next to the longest wait. */
 static bool ack_may_wait(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	return !c->shm_on && qp->out && qp->out->connected &&
+	return !c->shm_on && !c->is_unix && qp->out && qp->out->connected &&
 	       (!h->ack_tmo || h->ack_tmo >= SV_ACK_HOLD_MIN_TMO) && c->ack_held_n < 16;
 }
 

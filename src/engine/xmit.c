@@ -178,7 +178,7 @@ void sv_xmit_ack_maybe_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
 		return;
 	}
 	sv_xmit_ack(c, qp, psn);
-	__atomic_store_n(&c->ack_carriable, true, __ATOMIC_RELAXED);   /* pollers read it */
+	__atomic_store_n(&c->ack_carriable, true, __ATOMIC_SEQ_CST);   /* pollers read it */
 	mark_held(c);        /* an empty poll ends the chance (drive.c looks) */
 }
 
@@ -186,11 +186,31 @@ void sv_xmit_ack_maybe_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
 bool sv_xmit_ack_carry(struct sv_conn *c, uint32_t *psn)
 {
 	if (c->ack_carriable || c->ack_held) {
-		__atomic_store_n(&c->ack_carriable, false, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->ack_carriable, false, __ATOMIC_SEQ_CST);
 		if (c->ack_streak < SV_ACK_STREAK)     /* pollers read it (drive.c) */
 			__atomic_store_n(&c->ack_streak, c->ack_streak + 1, __ATOMIC_RELAXED);
 	}
-	return sv_xmit_ack_take(c, psn);
+	if (!sv_xmit_ack_take(c, psn))
+		return false;
+	c->ack_carried = true;
+	return true;
+}
+
+/* Requests of ours were dropped before they reached the peer (a payload
+ * error, a rewind after RNR or a lost channel): an ACK one of them carried
+ * is lost with it, and the peer's requester, whose channel is fine, would
+ * never resend.  A cumulative ACK of everything executed goes by itself
+ * (harmless if the carried one did arrive). */
+void sv_xmit_ack_recover(struct sv_qp *qp)
+{
+	struct sv_conn *c = qp->in;
+
+	if (!c || !c->ack_carried || c->shm_on)
+		return;
+	c->ack_carried = false;
+	sv_xmit_ack_release(c);
+	queue_ack(c, qp, (qp->epsn - 1) & 0xffffff);
+	sv_xmit_flush(c);
 }
 
 void sv_xmit_ack_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
@@ -199,7 +219,7 @@ void sv_xmit_ack_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
 	c->ack_held_n++;
 	if (c->ack_held)
 		return;
-	__atomic_store_n(&c->ack_held, true, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->ack_held, true, __ATOMIC_SEQ_CST);   /* before mark_held */
 	mark_held(c);
 	if (!qp->ack_held_deadline) {
 		qp->ack_held_deadline = sv_now_ns_upper() + SV_ACK_HOLD_NS;
@@ -224,7 +244,7 @@ void sv_xmit_ack_release(struct sv_conn *c)
 	uint32_t psn;
 
 	if (c->ack_carriable)
-		__atomic_store_n(&c->ack_carriable, false, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->ack_carriable, false, __ATOMIC_SEQ_CST);
 	if (c->qp && sv_xmit_ack_take(c, &psn)) {
 		__atomic_store_n(&c->ack_streak, 0, __ATOMIC_RELAXED);
 		queue_ack(c, c->qp, psn);

@@ -118,6 +118,7 @@ struct sv_conn {
 	/* inbound TCP channel: an ACK held for the QP's next request to carry
 	 * (engine/xmit.c); ack_held is read by pollers without the QP lock */
 	bool ack_held;
+	bool ack_carried;            /* a request of ours carried one (xmit.c) */
 	bool ack_carriable;          /* acknowledged at once, though it could have waited */
 	uint8_t ack_streak;          /* ACKs our requests carried in a row (xmit.c) */
 	uint32_t ack_held_psn;

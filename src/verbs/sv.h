@@ -106,6 +106,7 @@ struct sv_cq {
 	int drive_fd;                /* epoll set of channels completing here */
 	int drive_socks;             /* sockets in it: 0 spares pollers the syscall */
 	uint32_t polls;              /* polls, to stamp last_poll_ns now and then */
+	uint32_t posts;              /* posts to its QPs, to stamp the segment (drive.c) */
 	uint64_t last_poll_ns;       /* an application thread polled it (0: went to sleep) */
 	pthread_mutex_t drive_lock;  /* guards rings[], socks[] and spinning */
 	struct sv_conn **rings;      /* ring channels completing here */

@@ -162,6 +162,10 @@ void sv_conn_close(struct sv_conn *c)
 	pthread_mutex_unlock(&node->lock);
 }
 
+/* Frees what was closed, unless an application thread drives channels:
+ * it may hold pointers to them.  The graveyard is taken first, the drivers
+ * counted after: a driver that found a channel before it was closed (and
+ * buried) is counted by then. */
 void sv_conn_reap(struct sv_node *node)
 {
 	struct sv_list dead, *pos, *tmp;
@@ -173,6 +177,15 @@ void sv_conn_reap(struct sv_node *node)
 		sv_list_add_tail(&dead, pos);
 	}
 	pthread_mutex_unlock(&node->lock);
+	if (__atomic_load_n(&node->drivers, __ATOMIC_SEQ_CST)) {
+		pthread_mutex_lock(&node->lock);
+		sv_list_for_each_safe(pos, tmp, &dead) {
+			sv_list_del(pos);
+			sv_list_add_tail(&node->graveyard, pos);
+		}
+		pthread_mutex_unlock(&node->lock);
+		return;
+	}
 	sv_list_for_each_safe(pos, tmp, &dead) {
 		struct sv_conn *c = sv_container_of(pos, struct sv_conn, pending_link);
 
