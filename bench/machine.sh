@@ -20,11 +20,11 @@ ref_one() {
   fi
 }
 
-# TCP: WHERE (host|veth) MODE (lat|bw) SIZE
+# TCP: WHERE (host|veth) MODE (lat|lat2|bw) SIZE
 ref_tcp() {
   local where=$1 mode=$2 size=$3 key unit field sns="" cns="" addr=127.0.0.1 n
   key=tcp/$where/$mode/$size
-  if [[ $mode == lat ]]; then unit=us; field=lat_us; n=$((size >= 65536 ? 1000 : 10000))
+  if [[ $mode == lat* ]]; then unit=us; field=lat_us; n=$((size >= 65536 ? 1000 : 10000))
   else unit=MiB/s; field=mib_s; n=$(( (size >= 65536 ? 256 : 128) * 1048576 / size ))
   fi
   if [[ $where == veth ]]; then
@@ -64,5 +64,6 @@ fam_machine() {
 fam_tcp_veth() {
   local s
   for s in $BENCH_LAT_SIZES; do ref_tcp veth lat "$s"; done
+  ref_tcp veth lat2 8      # softverbs' design: a connection per direction
   for s in $BENCH_STREAM_SIZES; do ref_tcp veth bw "$s"; done
 }

@@ -179,6 +179,7 @@ ref_label() {  # KEY
     shm/spin_lat) echo "shared-memory ping-pong, spinning (one-way)" ;;
     shm/futex_lat) echo "shared-memory ping-pong, futex wake (one-way)" ;;
     tcp/lat) echo "TCP ping-pong, busy-poll (one-way)" ;;
+    tcp/lat2) echo "TCP ping-pong over two connections, one per direction (softverbs' design), busy-poll (one-way)" ;;
     tcp/bw) echo "TCP stream" ;;
     ucx-*/tag_lat) echo "UCX ${tool#ucx-} tag_lat (one-way, median)" ;;
     ucx-*/tag_bw) echo "UCX ${tool#ucx-} tag_bw" ;;

@@ -2,7 +2,7 @@
  * the reference for softverbs' TCP channels.
  *
  *   tcp_ref server [-b ADDR] -p PORT
- *   tcp_ref client -a ADDR -p PORT -m lat|bw -s SIZE [-n ITERS]
+ *   tcp_ref client -a ADDR -p PORT -m lat|lat2|bw -s SIZE [-n ITERS]
  *
  * The server accepts one connection, reads the client's request (mode, size,
  * count) and serves it, then exits.  TCP_NODELAY on both ends.
@@ -10,6 +10,10 @@
  *        sides busy-poll (recv/send with EAGAIN retried at once), ITERS
  *        rounds (default 20000) after 500 warm-up rounds.  Prints the median
  *        and mean round trip halved:  lat_us <us>  avg_us <us>
+ *   lat2 the same ping-pong over two connections, one per direction, as
+ *        softverbs' channels are (one per QP and direction): each message
+ *        also costs a pure TCP ACK, which one connection carries on the
+ *        reply.  The floor of that design.
  *   bw   the client streams ITERS messages of SIZE bytes (default: 1 GiB in
  *        all) with blocking send(); the server reads them and answers one
  *        byte when it has everything.  Prints  mib_s <MiB/s>
@@ -26,7 +30,7 @@
 #include "common.h"
 
 struct req {
-  uint32_t mode;  /* 1 lat, 2 bw */
+  uint32_t mode;  /* 1 lat, 2 bw, 3 lat2 */
   uint32_t pad;
   uint64_t size;
   uint64_t iters;
@@ -78,23 +82,33 @@ static int server(const char *addr, int port)
   sa.sin_addr.s_addr = addr ? inet_addr(addr) : htonl(INADDR_ANY);
   if (bind(ls, (struct sockaddr *)&sa, sizeof(sa)) || listen(ls, 1))
     SVB_DIE("bind/listen on port %d", port);
-  int fd = accept(ls, NULL, NULL);
+  int fd = accept(ls, NULL, NULL), out;
   if (fd < 0)
     SVB_DIE("accept");
-  close(ls);
   nodelay(fd);
   struct req rq;
   full_io(fd, &rq, sizeof(rq), 0, 0);
+  out = fd;
+  if (rq.mode == 3) {            /* lat2: the answers go on a second connection */
+    out = accept(ls, NULL, NULL);
+    if (out < 0)
+      SVB_DIE("accept");
+    nodelay(out);
+  }
+  close(ls);
   char *buf = malloc(rq.size ? rq.size : 1);
   if (!buf)
     SVB_DIE("malloc");
   memset(buf, 0, rq.size);
-  if (rq.mode == 1) {
+  if (rq.mode == 1 || rq.mode == 3) {
     set_nonblock(fd, 1);
+    set_nonblock(out, 1);
     for (uint64_t i = 0; i < WARM + rq.iters; i++) {
       full_io(fd, buf, rq.size, 0, 1);
-      full_io(fd, buf, rq.size, 1, 1);
+      full_io(out, buf, rq.size, 1, 1);
     }
+    if (out != fd)
+      close(out);
   } else {
     uint64_t total = rq.size * rq.iters;
     while (total) {
@@ -114,7 +128,7 @@ static int server(const char *addr, int port)
   return 0;
 }
 
-static int client(const char *addr, int port, int mode, size_t size, uint64_t iters)
+static int connect_to(const char *addr, int port)
 {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0)
@@ -124,21 +138,30 @@ static int client(const char *addr, int port, int mode, size_t size, uint64_t it
   if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
     SVB_DIE("connect to %s:%d", addr, port);
   nodelay(fd);
+  return fd;
+}
+
+static int client(const char *addr, int port, int mode, size_t size, uint64_t iters)
+{
+  int fd = connect_to(addr, port), in = fd;
   struct req rq = { .mode = (uint32_t)mode, .size = size, .iters = iters };
   full_io(fd, &rq, sizeof(rq), 1, 0);
+  if (mode == 3)
+    in = connect_to(addr, port);     /* the server answers on this one */
   char *buf = malloc(size);
   if (!buf)
     SVB_DIE("malloc");
   memset(buf, 0x5a, size);
-  if (mode == 1) {
+  if (mode == 1 || mode == 3) {
     uint64_t *rtt = malloc(iters * sizeof(*rtt)), sum = 0;
     if (!rtt)
       SVB_DIE("malloc");
     set_nonblock(fd, 1);
+    set_nonblock(in, 1);
     for (uint64_t i = 0; i < WARM + iters; i++) {
       uint64_t t0 = svb_now_ns();
       full_io(fd, buf, size, 1, 1);
-      full_io(fd, buf, size, 0, 1);
+      full_io(in, buf, size, 0, 1);
       uint64_t dt = svb_now_ns() - t0;
       if (i >= WARM) {
         rtt[i - WARM] = dt;
@@ -148,6 +171,8 @@ static int client(const char *addr, int port, int mode, size_t size, uint64_t it
     printf("size %zu\n", size);
     printf("lat_us %.3f\n", svb_median_u64(rtt, iters) / 2e3);
     printf("avg_us %.3f\n", (double)sum / (double)iters / 2e3);
+    if (in != fd)
+      close(in);
   } else {
     uint64_t t0 = svb_now_ns();
     for (uint64_t i = 0; i < iters; i++)
@@ -167,7 +192,7 @@ int main(int argc, char **argv)
   if (argc < 2) {
   usage:
     fprintf(stderr, "usage: %s server [-b ADDR] -p PORT\n"
-                    "       %s client -a ADDR -p PORT -m lat|bw -s SIZE [-n ITERS]\n",
+                    "       %s client -a ADDR -p PORT -m lat|lat2|bw -s SIZE [-n ITERS]\n",
             argv[0], argv[0]);
     return 2;
   }
@@ -180,7 +205,8 @@ int main(int argc, char **argv)
     switch (opt) {
     case 'a': case 'b': addr = optarg; break;
     case 'p': port = atoi(optarg); break;
-    case 'm': mode = !strcmp(optarg, "lat") ? 1 : !strcmp(optarg, "bw") ? 2 : -1; break;
+    case 'm': mode = !strcmp(optarg, "lat") ? 1 : !strcmp(optarg, "bw") ? 2 :
+                     !strcmp(optarg, "lat2") ? 3 : -1; break;
     case 's': size = svb_parse_size(optarg); break;
     case 'n': iters = strtoull(optarg, NULL, 0); break;
     default: goto usage;
@@ -193,6 +219,6 @@ int main(int argc, char **argv)
   if (strcmp(role, "client") || !addr || mode <= 0 || size == 0)
     goto usage;
   if (!iters)
-    iters = mode == 1 ? 20000 : ((1ull << 30) / size ? (1ull << 30) / size : 1);
+    iters = mode != 2 ? 20000 : ((1ull << 30) / size ? (1ull << 30) / size : 1);
   return client(addr, port, mode, size, iters);
 }
