@@ -61,7 +61,8 @@ bench: build
 
 lint:
 	@if command -v shellcheck >/dev/null; then \
-	  shellcheck -x scripts/*.sh tools/*.sh tests/compat/*.sh tests/net/*.sh tests/perftest-checks.sh .ci/run && echo "shellcheck: clean"; \
+	  shellcheck -x scripts/*.sh tools/*.sh tests/*.sh tests/compat/*.sh tests/net/*.sh tests/cm/*.sh \
+	    bench/*.sh .ci/run && echo "shellcheck: clean"; \
 	else \
 	  echo "make lint: shellcheck is not installed (apt-get install shellcheck)"; exit 1; \
 	fi

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # softverbs benchmarks: softverbs and its references in one run on the same
 # machine, so that the ratios hold even on a noisy machine.
 #

@@ -24,7 +24,7 @@ sv_sanitizer_runtime() {
 }
 
 sv_run_env() {
-  local build=$1 preload= stdbuf=/usr/libexec/coreutils/libstdbuf.so
+  local build=$1 preload="" stdbuf=/usr/libexec/coreutils/libstdbuf.so
   SV_RUN_SANITIZE=${SOFTVERBS_SANITIZE-}
   if [[ -z $SV_RUN_SANITIZE && -r $build/CMakeCache.txt ]]; then
     SV_RUN_SANITIZE=$(sed -n 's/^SANITIZE:[A-Z]*=//p' "$build/CMakeCache.txt")

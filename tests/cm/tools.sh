@@ -23,8 +23,7 @@ fail() { echo "FAIL: $*"; echo "--- server:"; cat "$SRV" 2>/dev/null; echo "--- 
 
 # Wait until something listens on TCP port $1 (our listeners are real ones).
 wait_listen() {
-	local i
-	for i in $(seq 1 100); do
+	for _ in $(seq 1 100); do
 		ss -ltnH "sport = :$1" 2>/dev/null | grep -q . && return 0
 		sleep 0.05
 	done
@@ -75,7 +74,7 @@ rdma_server)
 	server_rc
 	grep -q 'rdma_client: end 0' "$CLI" || fail "client did not end 0"
 	grep -q 'rdma_server: end 0' "$SRV" || fail "server did not end 0"
-	[ "$CLI_RC" = 0 ] && [ "$SRV_RC" = 0 ] || fail "exit codes $CLI_RC/$SRV_RC"
+	{ [ "$CLI_RC" = 0 ] && [ "$SRV_RC" = 0 ]; } || fail "exit codes $CLI_RC/$SRV_RC"
 	cat "$CLI" ;;
 xrc_rc)
 	need rdma_xserver
@@ -90,8 +89,8 @@ xrc_fail)
 	need rdma_xserver
 	timeout 10 env "${SV_RUN_ENV[@]}" rdma_xserver -p 27506 -c x >"$SRV" 2>&1; SRV_RC=$?
 	run_client rdma_xclient -s 127.0.0.1 -p 27506 -c x
-	[ "$SRV_RC" != 0 ] && [ "$SRV_RC" != 124 ] || fail "xserver exit $SRV_RC"
-	[ "$CLI_RC" != 0 ] && [ "$CLI_RC" != 124 ] || fail "xclient exit $CLI_RC"
+	{ [ "$SRV_RC" != 0 ] && [ "$SRV_RC" != 124 ]; } || fail "xserver exit $SRV_RC"
+	{ [ "$CLI_RC" != 0 ] && [ "$CLI_RC" != 124 ]; } || fail "xclient exit $CLI_RC"
 	grep -q 'rdma_create_ep: Operation not supported' "$SRV" || fail "xserver: no EOPNOTSUPP"
 	grep -q 'rdma_create_ep: Operation not supported' "$CLI" || fail "xclient: no EOPNOTSUPP"
 	cat "$SRV" "$CLI" ;;
@@ -102,7 +101,7 @@ ucmatose)
 	server_rc
 	grep -q 'return status 0' "$CLI" || fail "client status"
 	grep -q 'return status 0' "$SRV" || fail "server status"
-	[ "$CLI_RC" = 0 ] && [ "$SRV_RC" = 0 ] || fail "exit codes $CLI_RC/$SRV_RC"
+	{ [ "$CLI_RC" = 0 ] && [ "$SRV_RC" = 0 ]; } || fail "exit codes $CLI_RC/$SRV_RC"
 	tail -2 "$CLI" ;;
 cmtime)
 	# The cmtime server serves until killed; the client's result counts.
