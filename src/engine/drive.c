@@ -378,28 +378,26 @@ static bool ring_ready(struct sv_conn *c)
 static void drive_rings(struct sv_cq *cq)
 {
 	struct sv_conn *chunk[SV_DRIVE_CHUNK], *ready[64];
-	uint32_t at, total, seen = 0, idx[SV_DRIVE_CHUNK];
+	uint32_t at = 0, total = 1, seen = 0, idx[SV_DRIVE_CHUNK];
 	int k = 0;
 
-	pthread_mutex_lock(&cq->drive_lock);
-	total = cq->nrings;
-	at = cq->drive_next < total ? cq->drive_next : 0;
 	while (seen < total && k < 64) {
 		uint32_t m = 0;
 
-		if (seen)               /* more than a chunk: one lock per chunk */
-			pthread_mutex_lock(&cq->drive_lock);
-		for (; m < SV_DRIVE_CHUNK && seen < total; m++, seen++) {
+		pthread_mutex_lock(&cq->drive_lock);
+		if (!seen) {
+			total = cq->nrings;
+			at = cq->drive_next < total ? cq->drive_next : 0;
+		}
+		for (; m < SV_DRIVE_CHUNK && seen < total && cq->nrings; m++, seen++) {
 			if (at >= cq->nrings)      /* wrapped, or the list shrank */
 				at = 0;
-			if (!cq->nrings)
-				break;
 			idx[m] = at;
 			chunk[m] = cq->rings[at++];
 		}
 		pthread_mutex_unlock(&cq->drive_lock);
 		if (!m)
-			return;
+			break;
 		for (uint32_t j = 0; j < m && k < 64; j++)
 			if (ring_ready(chunk[j])) {
 				ready[k++] = chunk[j];
@@ -407,8 +405,6 @@ static void drive_rings(struct sv_cq *cq)
 					__atomic_store_n(&cq->drive_next, idx[j] + 1, __ATOMIC_RELAXED);
 			}
 	}
-	if (!total)
-		pthread_mutex_unlock(&cq->drive_lock);
 	for (int i = 0; i < k; i++)
 		drive_one(ready[i]);
 }

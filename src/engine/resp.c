@@ -346,7 +346,8 @@ static void complete_recv(struct sv_qp *qp, struct sv_conn *c, const struct sv_w
 static bool ack_may_wait(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
 	return !c->shm_on && !c->is_unix && qp->out && qp->out->connected &&
-	       (!h->ack_tmo || h->ack_tmo >= SV_ACK_HOLD_MIN_TMO) && c->ack_held_n < 16;
+	       (!h->ack_tmo || h->ack_tmo >= SV_ACK_HOLD_MIN_TMO) &&
+	       c->ack_held_n < SV_ACK_HOLD_MAX;
 }
 
 void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)

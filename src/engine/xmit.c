@@ -143,17 +143,15 @@ void sv_xmit_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
  * Held ACKs (TCP).  Over a socket an ACK costs a sendmsg on the critical
  * path of a ping-pong: the peer waits for it and for our answer, which
  * follows on the other channel.  So an ACK may wait for the QP's next
- * request, which carries it (SV_WF_ACK),
- * and goes out by itself at the latest when a poll of the channel's CQs
- * finds nothing, the CQ is armed, the QP is torn down, 16 requests are
- * covered, or SV_ACK_HOLD_NS have passed (the progress thread's timer).
- * Only for requesters whose ack timeout leaves room for that, and only
- * once the QP has shown a steady ping-pong: SV_ACK_STREAK times in a row a
- * request of ours followed a request of the peer before the poller went
- * idle.  A short exchange never holds: the peer's completion would wait
- * for our timer, and a program that goes on elsewhere (perftest -R's
- * handshake: its server listens for the test connection only once its
- * last SEND completed) would be slowed or lose a race.
+ * request, which carries it (SV_WF_ACK).  Only for requesters whose ack
+ * timeout leaves room for that (resp.c), and only once the QP has shown a
+ * steady ping-pong: SV_ACK_STREAK times in a row a request of ours
+ * followed a request of the peer before the poller went idle.  A short
+ * exchange never holds: the peer's completion would wait for our timer,
+ * and a program that goes on elsewhere (perftest -R's handshake: its
+ * server listens for the test connection only once its last SEND
+ * completed) would be slowed or lose a race.  docs/wire-format.md lists
+ * what releases a held ACK.
  */
 
 /* Tell pollers of the channel's CQs and the slower verbs to look. */

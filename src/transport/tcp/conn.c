@@ -300,11 +300,18 @@ void sv_conn_shm_ack(struct sv_conn *c, uint32_t psn)
 	ring_doorbell(c, &c->shm.tx->consumer_wants_wake);
 }
 
+/* Has the responder's ACK word moved since we last took it?  (*w: its value) */
+static bool shm_ack_moved(const struct sv_conn *c, uint32_t *w)
+{
+	*w = sv_ring_ack_load(c->shm.rx);
+	return *w != __atomic_load_n(&c->shm.rx_ack_seen, __ATOMIC_RELAXED);
+}
+
 bool sv_conn_shm_ack_take(struct sv_conn *c, uint32_t *psn)
 {
-	uint32_t w = sv_ring_ack_load(c->shm.rx);
+	uint32_t w;
 
-	if (w == __atomic_load_n(&c->shm.rx_ack_seen, __ATOMIC_RELAXED))
+	if (!shm_ack_moved(c, &w))
 		return false;
 	__atomic_store_n(&c->shm.rx_ack_seen, w, __ATOMIC_RELAXED);
 	*psn = w & ~SV_RING_ACK_VALID;
@@ -316,10 +323,11 @@ bool sv_conn_shm_ack_take(struct sv_conn *c, uint32_t *psn)
  * channels they could not serve, and a poller's 64 slots full. */
 bool sv_conn_shm_has_input(const struct sv_conn *c)
 {
+	uint32_t w;
+
 	return (!__atomic_load_n(&c->paused, __ATOMIC_RELAXED) &&
 		sv_ring_readable(c->shm.rx, c->shm.size)) ||
-	       (c->outbound && sv_ring_ack_load(c->shm.rx) !=
-			       __atomic_load_n(&c->shm.rx_ack_seen, __ATOMIC_RELAXED));
+	       (c->outbound && shm_ack_moved(c, &w));
 }
 
 ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n)
