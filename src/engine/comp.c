@@ -247,8 +247,10 @@ void sv_comp_ack_carried(struct sv_qp *qp, uint32_t psn)
 {
 	if (qp->attr.qp_state == IBV_QPS_ERR)
 		return;
-	if (qp->out && qp->out->tx_since_rx)      /* a response, for spinning pollers */
-		__atomic_store_n(&qp->out->tx_since_rx, 0, __ATOMIC_RELAXED);
+	struct sv_conn *rc = sv_req_conn(qp);
+
+	if (rc && rc->tx_since_rx)                /* a response, for spinning pollers */
+		__atomic_store_n(&rc->tx_since_rx, 0, __ATOMIC_RELAXED);
 	on_ack(qp, psn);
 	/* Not sv_req_kick: an ACK frees no READ slot, and we are inside the
 	 * inbound channel's receive loop (a kick may fail a WQE and close it). */
@@ -313,17 +315,26 @@ static void ack_timeout(struct sv_qp *qp, uint64_t now)
  * come and go between two looks and the timer only looks again. */
 static void held_ack_timer(struct sv_qp *qp)
 {
-	struct sv_conn *c = qp->in;
+	uint32_t takes = (qp->in ? qp->in->ack_takes : 0) + (qp->out ? qp->out->ack_takes : 0);
+	bool again = false;
 
 	qp->ack_held_deadline = 0;
-	if (!c || (!c->ack_held && !c->ack_carriable))
-		return;
-	if (c->ack_takes == qp->ack_held_takes || !c->ack_held) {
-		sv_xmit_ack_release(c);
-		sv_xmit_flush(c);
-		return;
+	/* the peer's requests come in on `in`, or on `out` if it turned it */
+	for (int i = 0; i < 2; i++) {
+		struct sv_conn *c = i ? qp->out : qp->in;
+
+		if (!c || (!c->ack_held && !c->ack_carriable))
+			continue;
+		if (takes == qp->ack_held_takes || !c->ack_held) {
+			sv_xmit_ack_release(c);
+			sv_xmit_flush(c);
+			continue;
+		}
+		again = true;
 	}
-	qp->ack_held_takes = c->ack_takes;
+	if (!again)
+		return;
+	qp->ack_held_takes = takes;
 	qp->ack_held_deadline = sv_now_ns() + SV_ACK_HOLD_NS;
 }
 
@@ -360,10 +371,12 @@ void sv_engine_on_timer(struct sv_qp *qp, uint64_t now)
 	if (qp->ack_deadline && now >= qp->ack_deadline && qp->attr.qp_state != IBV_QPS_ERR) {
 		/* The ACK may be waiting, unread, for a poller that spun on
 		 * the channel and went away: a NIC would have taken it. */
-		if (qp->out && qp->out->connected && !qp->out->closed && !qp->out->dead) {
-			sv_rx_process(qp->out);
-			if (qp->out && qp->out->dead)
-				sv_conn_lost(qp->out);
+		struct sv_conn *c = sv_req_conn(qp);
+
+		if (c && c->connected && !c->closed && !c->dead) {
+			sv_rx_process(c);
+			if (c->dead && (c == qp->out || c == qp->in))
+				sv_conn_lost(c);
 		}
 		if (qp->ack_deadline && now >= qp->ack_deadline &&
 		    qp->attr.qp_state != IBV_QPS_ERR)

@@ -70,6 +70,9 @@ void sv_req_rewind(struct sv_qp *qp, uint32_t idx);         /* resend from SQ in
 void sv_req_arm_ack_timer(struct sv_qp *qp);
 void sv_req_on_connected(struct sv_qp *qp);
 void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c);
+/* The channel the QP's requests go on: `out`, or `in` when turned (req.c). */
+struct sv_conn *sv_req_conn(struct sv_qp *qp);
+void sv_req_turned_lost(struct sv_qp *qp);
 void sv_req_link_failed(struct sv_qp *qp);
 uint64_t sv_host_id(void);
 
@@ -118,6 +121,7 @@ void sv_xmit_ack_maybe_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn);
 void sv_xmit_ack_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn);
 bool sv_xmit_ack_take(struct sv_conn *c, uint32_t *psn);
 bool sv_xmit_ack_carry(struct sv_conn *c, uint32_t *psn);
+bool sv_xmit_ack_carry_any(struct sv_qp *qp, uint32_t *psn);
 void sv_xmit_ack_release(struct sv_conn *c);
 void sv_xmit_ack_recover(struct sv_qp *qp);
 #define SV_ACK_HOLD_MIN_TMO 12   /* requester ack timeouts (4.096 us << t) that allow holding */

@@ -234,13 +234,20 @@ void sv_engine_protocol_error(struct sv_conn *c, const char *why)
 		sv_qp_to_error(c->qp);
 }
 
+/* Requests come in on the inbound channel, responses on the outbound one;
+ * on a turned channel (engine/req.c) both, either way. */
 static bool frame_allowed(struct sv_conn *c, const struct sv_opinfo *oi)
 {
 	if (oi->flags & SV_OPF_CTRL)
 		return true;
-	if (c->outbound)
-		return oi->flags & SV_OPF_RESP;
-	return oi->flags & SV_OPF_REQ;
+	if (c->outbound == !!(oi->flags & SV_OPF_RESP))
+		return true;
+	return c->turn_ok;
+}
+
+static bool is_response(const struct sv_wire_hdr *h)
+{
+	return sv_op_info(h->opcode)->flags & SV_OPF_RESP;
 }
 
 static void rx_begin(struct sv_conn *c)
@@ -264,7 +271,7 @@ static void rx_begin(struct sv_conn *c)
 			sv_engine_protocol_error(c, "frame for another QP");
 			break;
 		}
-		if (c->outbound) {
+		if (is_response(&c->rx_hdr)) {
 			sv_comp_begin(qp, c);
 		} else {
 			if (c->rx_hdr.flags & SV_WF_ACK)
@@ -283,7 +290,7 @@ static void rx_end(struct sv_conn *c)
 			sv_req_kick(c->qp);     /* requests waited for the channel */
 		return;
 	}
-	if (c->outbound) {
+	if (is_response(&c->rx_hdr)) {
 		if (c->tx_since_rx)
 			__atomic_store_n(&c->tx_since_rx, 0, __ATOMIC_RELAXED);
 		sv_comp_end(c->qp, c);
@@ -292,10 +299,19 @@ static void rx_end(struct sv_conn *c)
 	}
 }
 
-/* The responder needs room for a response before it takes a request. */
+/* The responder needs room for a response before it takes a request.
+ * (On a turned channel the peer has at most SV_MAX_RD_ATOM READs and
+ * atomics in flight, and ACKs coalesce: its outbound end never pauses,
+ * which would also stop the responses to its own requests.) */
 static bool resp_room(struct sv_conn *c)
 {
-	return c->outbound || SV_RESPQ_LEN - (c->resp_tail - c->resp_head) >= 2;
+	return (c->outbound && !c->turn_ok) || SV_RESPQ_LEN - (c->resp_tail - c->resp_head) >= 2;
+}
+
+/* Did this batch take requests: responses to write, receives to complete? */
+static bool batch_has_requests(const struct sv_conn *c)
+{
+	return !c->outbound || c->ndone || c->resp_tail != c->resp_head || c->ack_word_pending;
 }
 
 /* Process frames until the channel has nothing more this wake-up, it is
@@ -312,7 +328,7 @@ void sv_rx_process(struct sv_conn *c)
 		rx_frames(c);
 		if (c->outbound && c->shm_on && !c->dead && !c->closed)
 			sv_comp_ack_word(c->qp, c);
-		if (c->outbound || c->closed)
+		if (c->closed || !batch_has_requests(c))
 			return;
 		was_paused = c->paused;
 		sv_resp_batch_end(qp, c);
@@ -372,6 +388,10 @@ void sv_conn_lost(struct sv_conn *c)
 	} else if (c == qp->in) {
 		qp->in = NULL;
 		sv_conn_close(c);
+		if (qp->req_turned) {           /* our requests went on it */
+			sv_req_turned_lost(qp);
+			sv_req_kick(qp);
+		}
 	}
 }
 
@@ -440,6 +460,7 @@ static void attach_inbound(struct sv_conn *c)
 	struct sv_node *node = c->node;
 	struct sv_qp *qp;
 	struct sv_wire_hdr *h = &c->rx_hdr;
+	bool resend;
 
 	rx_wakeup(c);
 	if (!rx_header(c)) {
@@ -468,10 +489,14 @@ static void attach_inbound(struct sv_conn *c)
 		return;
 	}
 	sv_list_del(&c->pending_link);
-	if (qp->in)
+	resend = qp->req_turned;
+	if (qp->in) {
 		sv_conn_close(qp->in);
+		sv_req_turned_lost(qp);
+	}
 	qp->in = c;
 	c->qp = qp;
+	c->turn_ok = (h->flags & SV_WF_TURN) && !c->is_unix;
 	c->resp_head = c->resp_tail = 0;
 	if (!answer_hello(c, qp, h))
 		c->dead = true;
@@ -484,6 +509,8 @@ static void attach_inbound(struct sv_conn *c)
 		sv_rx_process(c);
 	if (c->dead)
 		sv_conn_lost(c);
+	if (resend)              /* what went on the old channel goes again */
+		sv_req_kick(qp);
 	pthread_mutex_unlock(&qp->lock);
 }
 
@@ -499,6 +526,8 @@ static void on_connect_done(struct sv_conn *c)
 	c->connected = true;
 	sv_engine_drive_register(c, c->qp->scq);
 	sv_req_on_connected(c->qp);
+	if (c->turn_ok)          /* the peer's requests may come in here */
+		sv_engine_drive_register_also(c, c->qp->rcq);
 }
 
 void sv_engine_on_conn(struct sv_handler *h, uint32_t events)

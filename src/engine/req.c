@@ -148,7 +148,7 @@ static void build_header(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe 
 	sv_frame_init(f, op, dst_qpn, qp->ibqp.qp_base.qp_num, w->psn);
 	if (qp->ibqp.qp_base.qp_type == IBV_QPT_RC) {
 		f->hdr.ack_tmo = qp->attr.timeout;
-		if (qp->in && sv_xmit_ack_carry(qp->in, &f->hdr.ack_psn))
+		if (sv_xmit_ack_carry_any(qp, &f->hdr.ack_psn))
 			f->hdr.flags |= SV_WF_ACK;       /* carries the ACK it held */
 	}
 	if (w->send_flags & IBV_SEND_SOLICITED)
@@ -382,8 +382,12 @@ void sv_req_rewind(struct sv_qp *qp, uint32_t idx)
 	qp->rd_outstanding = 0;
 	/* A frame not yet started is dropped; one half on the wire completes
 	 * (the responder discards it) and sv_req_sent ignores it. */
-	if (qp->out && qp->out->req.in_use && !qp->out->req.done)
-		qp->out->req.in_use = false;
+	for (int i = 0; i < 2; i++) {
+		struct sv_conn *c = i ? qp->in : qp->out;
+
+		if (c && c->req.in_use && !c->req.done)
+			c->req.in_use = false;
+	}
 }
 
 /* ---- UD: one datagram per WQE, completed when handed to the network ---- */
@@ -448,6 +452,66 @@ static void ud_send_all(struct sv_qp *qp)
 
 /* ---- the outbound channel ---- */
 
+/*
+ * One connection for a ping-pong (TCP).  A QP's requests go on the channel
+ * it opened, so a ping-pong runs on two TCP connections, one per
+ * direction, and for every message the kernel also sends a TCP ACK that
+ * no data of ours can carry (tcp_ref -m lat2: 6.1-6.4 us one way over two
+ * connections, 3.9-4.0 over one).  So in a steady ping-pong (held ACKs,
+ * xmit.c) one QP of the pair sends its requests on the channel its peer
+ * opened, where its peer's requests arrive and its responses go: it
+ * "turns" its inbound channel.  Only one of the two, the lesser by (QPN,
+ * address), or they would each turn onto the other's.  The peer agreed in
+ * its HELLO (SV_WF_TURN).  Requests change channel only when none is in
+ * flight (all acknowledged, none half-written, no RNR retry under way),
+ * so the responder still takes them in PSN order from one channel.
+ */
+static bool turn_wanted(struct sv_qp *qp)
+{
+	const struct sv_conn *in = qp->in;
+	uint32_t me = qp->ibqp.qp_base.qp_num;
+	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
+
+	if (!in || !in->turn_ok || in->dead || in->closed || in->paused ||
+	    qp->ibqp.qp_base.qp_type != IBV_QPT_RC ||
+	    __atomic_load_n(&in->ack_streak, __ATOMIC_RELAXED) < SV_ACK_STREAK)
+		return false;
+	if (me != qp->peer_qpn)
+		return me < qp->peer_qpn;
+	return ntohl(node->addr.s_addr) < ntohl(qp->peer.sin_addr.s_addr);
+}
+
+static void choose_channel(struct sv_qp *qp)
+{
+	bool turn;
+
+	if (qp->sq.head != qp->sq.next || qp->rnr_wait || qp->rnr_retries ||
+	    (qp->out && qp->out->req.in_use) || (qp->in && qp->in->req.in_use))
+		return;
+	turn = turn_wanted(qp);
+	if (turn != qp->req_turned) {
+		sv_trace("qp %u: requests go on the %s channel", qp->ibqp.qp_base.qp_num,
+			 turn ? "inbound" : "outbound");
+		qp->req_turned = turn;
+	}
+}
+
+struct sv_conn *sv_req_conn(struct sv_qp *qp)
+{
+	return qp->req_turned && qp->in ? qp->in : qp->out;
+}
+
+/* The inbound channel is gone: requests it carried are lost with it and go
+ * again on the outbound one (the responder drops what it already did). */
+void sv_req_turned_lost(struct sv_qp *qp)
+{
+	if (!qp->req_turned)
+		return;
+	qp->req_turned = false;
+	if (qp->ibqp.qp_base.qp_type == IBV_QPT_RC && qp->attr.qp_state == IBV_QPS_RTS)
+		sv_req_rewind(qp, qp->sq.head);
+}
+
 void sv_req_kick(struct sv_qp *qp)
 {
 	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD) {
@@ -455,7 +519,8 @@ void sv_req_kick(struct sv_qp *qp)
 		return;
 	}
 	if (qp->out && qp->link == SV_LINK_UP) {
-		sv_xmit_flush(qp->out);
+		choose_channel(qp);
+		sv_xmit_flush(sv_req_conn(qp));
 		return;
 	}
 	/* Work to send and no channel: try now rather than after the backoff,
@@ -533,6 +598,10 @@ void sv_req_on_connected(struct sv_qp *qp)
 		f->hdr.flags |= SV_WF_SHM;
 		f->hdr.va = (uintptr_t)sv_seg_self();   /* lets the responder probe us */
 	}
+	if (!c->is_unix && qp->ibqp.qp_base.qp_type == IBV_QPT_RC) {
+		f->hdr.flags |= SV_WF_TURN;         /* the peer's requests may come here */
+		c->turn_ok = true;
+	}
 	sv_wire_encode(&f->hdr);
 	sv_xmit_flush(c);
 }
@@ -581,20 +650,26 @@ void sv_engine_qp_ready(struct sv_qp *qp)
 
 void sv_engine_qp_teardown(struct sv_qp *qp)
 {
-	/* receives already done in the current batch complete before any flush */
-	if (qp->in) {
-		if (qp->in->ack_held) {          /* the requests were carried out */
-			sv_xmit_ack_release(qp->in);
-			sv_xmit_flush(qp->in);
+	/* receives already done in the current batch complete before any
+	 * flush (requests come in on the outbound channel too, if turned) */
+	for (int i = 0; i < 2; i++) {
+		struct sv_conn *c = i ? qp->out : qp->in;
+
+		if (!c)
+			continue;
+		if (c->ack_held) {               /* the requests were carried out */
+			sv_xmit_ack_release(c);
+			sv_xmit_flush(c);
 		}
-		for (int i = 0; i < qp->in->ndone; i++)
-			sv_cq_push(qp->rcq, &qp->in->done[i], qp->in->done_solicited[i]);
-		qp->in->ndone = 0;
+		for (int k = 0; k < c->ndone; k++)
+			sv_cq_push(qp->rcq, &c->done[k], c->done_solicited[k]);
+		c->ndone = 0;
 	}
 	if (qp->out)
 		sv_conn_close(qp->out);
 	if (qp->in)
 		sv_conn_close(qp->in);
 	qp->out = qp->in = NULL;
+	qp->req_turned = false;
 	qp->link = SV_LINK_IDLE;
 }

@@ -194,6 +194,25 @@ bool sv_xmit_ack_carry(struct sv_conn *c, uint32_t *psn)
 	return true;
 }
 
+/* A request of the QP carries what either channel holds (the peer's
+ * requests come in on `out` when it turned that channel, req.c). */
+bool sv_xmit_ack_carry_any(struct sv_qp *qp, uint32_t *psn)
+{
+	bool any = false;
+
+	for (int i = 0; i < 2; i++) {
+		struct sv_conn *c = i ? qp->out : qp->in;
+		uint32_t p;
+
+		if (c && sv_xmit_ack_carry(c, &p)) {
+			if (!any || sv_psn_le(*psn, p))
+				*psn = p;
+			any = true;
+		}
+	}
+	return any;
+}
+
 /* Requests of ours were dropped before they reached the peer (a payload
  * error, a rewind after RNR or a lost channel): an ACK one of them carried
  * is lost with it, and the peer's requester, whose channel is fine, would
@@ -201,14 +220,16 @@ bool sv_xmit_ack_carry(struct sv_conn *c, uint32_t *psn)
  * (harmless if the carried one did arrive). */
 void sv_xmit_ack_recover(struct sv_qp *qp)
 {
-	struct sv_conn *c = qp->in;
+	for (int i = 0; i < 2; i++) {
+		struct sv_conn *c = i ? qp->out : qp->in;
 
-	if (!c || !c->ack_carried || c->shm_on)
-		return;
-	c->ack_carried = false;
-	sv_xmit_ack_release(c);
-	queue_ack(c, qp, (qp->epsn - 1) & 0xffffff);
-	sv_xmit_flush(c);
+		if (!c || !c->ack_carried || c->shm_on)
+			continue;
+		c->ack_carried = false;
+		sv_xmit_ack_release(c);
+		queue_ack(c, qp, (qp->epsn - 1) & 0xffffff);
+		sv_xmit_flush(c);
+	}
 }
 
 void sv_xmit_ack_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
@@ -262,24 +283,25 @@ void sv_xmit_nak(struct sv_conn *c, struct sv_qp *qp, uint32_t psn, enum sv_nak 
 	sv_xmit_resp_commit(c, f);
 }
 
-/* Pick the frame to write next, or NULL if there is none. */
+/* Pick the frame to write next, or NULL if there is none: responses
+ * before requests, but a frame half-written goes on first (a turned
+ * channel carries both, req.c). */
 static struct sv_txframe *next_frame(struct sv_conn *c)
 {
 	if (c->ctrl.in_use)
 		return &c->ctrl;
 	if (!c->qp)
 		return NULL;
-	if (c->outbound) {
-		if (!c->req.in_use) {
-			if (!sv_req_fill(c->qp, &c->req))
-				return NULL;
-			frame_seal(&c->req);
-		}
+	if (c->req.in_use && c->req.done)
 		return &c->req;
-	}
 	if (c->resp_head != c->resp_tail)
 		return &c->resp[c->resp_head % SV_RESPQ_LEN];
-	return NULL;
+	if (!c->req.in_use) {
+		if (c != sv_req_conn(c->qp) || !sv_req_fill(c->qp, &c->req))
+			return NULL;
+		frame_seal(&c->req);
+	}
+	return &c->req;
 }
 
 static void frame_done(struct sv_conn *c, struct sv_txframe *f)

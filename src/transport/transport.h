@@ -66,6 +66,9 @@ struct sv_conn {
 	bool dead;                   /* EOF or error seen */
 	bool closed;                 /* on the node's graveyard, freed after the batch */
 	bool is_unix;                /* same-host socket: can carry fds, knows its peer */
+	bool turn_ok;                /* both ways: outbound, requests may come in
+				      * (we said so); inbound, ours may go out (the
+				      * peer did) (engine/req.c) */
 
 	/* same-host fast path (transport/shm): frames move through rings, the
 	 * socket only carries doorbell bytes and reports the peer's death */

@@ -238,10 +238,11 @@ struct sv_qp {
 	uint64_t link_deadline;      /* ns; reconnect */
 	uint64_t gone_deadline;      /* ns; link lost: ERR unless it is back by then */
 	uint64_t ack_held_deadline;  /* ns; responder: look at the held ACK then */
-	uint32_t ack_held_takes;     /* in->ack_takes when the timer last looked */
+	uint32_t ack_held_takes;     /* its channels' ack_takes when the timer last looked */
 	bool rnr_wait;
 	enum sv_link_state link;
 	struct sv_conn *out;         /* requests out, responses in */
+	bool req_turned;             /* requests go on `in` instead (engine/req.c) */
 
 	/* responder */
 	struct sv_conn *in;          /* requests in, responses out */

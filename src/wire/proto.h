@@ -47,6 +47,8 @@ enum {
 				     * payload is (addr, len) pairs to pull, rlen bytes */
 	SV_WF_ACK       = 1 << 4,   /* RC request: ack_psn acknowledges the reverse
 				     * direction's requests (a piggybacked ACK) */
+	SV_WF_TURN      = 1 << 5,   /* HELLO: the sender's end of this channel also
+				     * takes requests and answers them on it */
 };
 
 /* Scatter/gather entries per request: the device's max_sge, and the most
