@@ -114,6 +114,8 @@ static void forget_in(struct sv_conn *c, struct sv_cq *cq)
 		}
 	if (socks_del(cq, c) && cq->spinning)
 		sv_conn_spin_off(c, false);  /* the progress thread serves it again */
+	if (cq->hot == c)
+		__atomic_store_n(&cq->hot, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&cq->drive_lock);
 }
 
@@ -453,6 +455,46 @@ void sv_engine_release_all_acks(struct sv_node *node)
 	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
 }
 
+/*
+ * A spinning poller reads the CQ's busiest TCP channel (the last one epoll
+ * reported) itself, without asking epoll first: one system call when the
+ * message it waits for arrives instead of two (epoll_wait, then readv;
+ * 0.5 us more per one-way on veth, tcp_ref).  Epoll still looks at every
+ * SV_HOT_EVERY-th poll, for the CQ's other channels.  `hot` is changed
+ * under drive_lock and only to a channel still here, and cleared when it
+ * leaves (forget_in); node->drivers keeps it allocated while we use it.
+ */
+#define SV_HOT_EVERY 8
+
+static void hot_set(struct sv_cq *cq, struct sv_conn *c)
+{
+	if (__atomic_load_n(&cq->hot, __ATOMIC_RELAXED) == c || c->is_unix)
+		return;          /* same host: rings, or another user's socket */
+	pthread_mutex_lock(&cq->drive_lock);
+	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) &&
+	    (__atomic_load_n(&c->drive_cq, __ATOMIC_ACQUIRE) == cq ||
+	     __atomic_load_n(&c->drive_cq2, __ATOMIC_ACQUIRE) == cq))
+		__atomic_store_n(&cq->hot, c, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&cq->drive_lock);
+}
+
+/* Read the hot channel instead of asking epoll?  Then true. */
+static bool hot_read(struct sv_cq *cq)
+{
+	struct sv_conn *hot;
+	uint32_t k;
+
+	if (!__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED) ||
+	    !(hot = __atomic_load_n(&cq->hot, __ATOMIC_ACQUIRE)))
+		return false;
+	k = __atomic_load_n(&cq->hot_polls, __ATOMIC_RELAXED) + 1;
+	__atomic_store_n(&cq->hot_polls, k, __ATOMIC_RELAXED);
+	if (!(k % SV_HOT_EVERY))
+		return false;
+	drive_one(hot);
+	return true;
+}
+
 void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 {
 	struct epoll_event evs[16];
@@ -465,7 +507,8 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 		drive_rings(cq);
 	n = 0;
 	if (__atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED)) {
-		n = epoll_wait(cq->drive_fd, evs, 16, 0);
+		if (!hot_read(cq))
+			n = epoll_wait(cq->drive_fd, evs, 16, 0);
 		/* next to a system call the clock is cheap: a fresh stamp keeps
 		 * the progress thread from ending a live spin (spin_reap) */
 		poll_stamp(cq);
@@ -478,6 +521,8 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 			sv_dgram_drain(node, g->udp_h.fd, buf);
 		} else {
 			drive_one(evs[i].data.ptr);
+			if (n == 1)
+				hot_set(cq, evs[i].data.ptr);
 		}
 	}
 	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
