@@ -367,7 +367,9 @@ ssize_t sv_conn_readv(struct sv_conn *c, const struct iovec *iov, int n)
 	if (c->is_unix) {
 		r = sv_unix_recv(c->h.fd, iov, n, c->rx_fds, &c->n_rx_fds);
 	} else {
-		r = readv(c->h.fd, iov, n);
+		/* one buffer: read(2) spares the kernel importing an iovec,
+		 * which a spinning poller pays on every empty look */
+		r = n == 1 ? read(c->h.fd, iov[0].iov_base, iov[0].iov_len) : readv(c->h.fd, iov, n);
 		if (r < 0)
 			r = -errno;
 	}
