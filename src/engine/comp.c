@@ -86,6 +86,9 @@ static bool find_wqe(struct sv_qp *qp, uint32_t psn, uint32_t *idx)
 
 static void progress_made(struct sv_qp *qp)
 {
+	/* the peer took a request sent after any rewind: by the channel's
+	 * order, whatever went before it has arrived */
+	qp->req_unsettled = false;
 	qp->retries = 0;
 	qp->rnr_retries = 0;
 	qp->ack_deadline = 0;
@@ -128,9 +131,10 @@ static void on_nak(struct sv_qp *qp, const struct sv_wire_hdr *h)
 			sv_comp_fail(qp, sv_sq_at(&qp->sq, idx), IBV_WC_RNR_RETRY_EXC_ERR);
 			return;
 		}
-		/* Go back to the NAKed request once the peer's RNR timer expires. */
-		sv_req_rewind(qp, idx);
+		/* Go back to the NAKed request once the peer's RNR timer expires
+		 * (waiting first: the rewind may flush the request channel). */
 		qp->rnr_wait = true;
+		sv_req_rewind(qp, idx);
 		qp->rnr_deadline = sv_now_ns() + sv_rnr_timer_ns((uint8_t)h->data0);
 		qp->ack_deadline = 0;
 		sv_node_timer_update(qp_node(qp), qp);
@@ -147,9 +151,11 @@ void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
 	struct sv_swqe *w;
 	size_t total;
 
-	qp->cctx.status = IBV_WC_SUCCESS;
+	/* (an ACK or NAK leaves cctx alone: on a turned channel one may come
+	 * in while a READ response is being read on the other) */
 	if (h->opcode != SV_OP_READ_RESP && h->opcode != SV_OP_ATOMIC_RESP)
 		return;
+	qp->cctx.status = IBV_WC_SUCCESS;
 	if (!find_wqe(qp, h->psn, &qp->cctx.idx)) {
 		sv_engine_protocol_error(c, "response to no request");
 		return;
@@ -278,8 +284,11 @@ void sv_comp_link_lost(struct sv_qp *qp)
 	 * (HELLO_NAK: its QP is still in RESET) is retried until it is. */
 	if (qp->link == SV_LINK_UP)
 		arm_gone_deadline(qp);
-	if (qp->ibqp.qp_base.qp_type == IBV_QPT_RC)
-		sv_req_rewind(qp, qp->sq.head);   /* UC: what was sent is done */
+	/* UC: what was sent is done.  Requests that went on a turned inbound
+	 * channel, still up, are not lost: the peer answers them there. */
+	if (qp->ibqp.qp_base.qp_type == IBV_QPT_RC &&
+	    !(qp->req_turned && qp->in && !qp->in->dead && !qp->in->closed))
+		sv_req_rewind(qp, qp->sq.head);
 	sv_req_link_failed(qp);
 }
 

@@ -113,6 +113,7 @@ void sv_place_reset(struct sv_place *p);
 /* xmit.c */
 void sv_xmit_flush(struct sv_conn *c);            /* write pending frames */
 struct sv_txframe *sv_xmit_resp_slot(struct sv_conn *c);  /* NULL if queue full */
+struct sv_txframe *sv_xmit_rd_resp_slot(struct sv_conn *c, uint32_t psn);
 void sv_xmit_resp_commit(struct sv_conn *c, struct sv_txframe *f);
 void sv_xmit_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn);
 /* Held ACKs (TCP, see xmit.c): hold one for the next request to carry,

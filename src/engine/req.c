@@ -299,7 +299,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	return true;
 }
 
-bool sv_req_fill(struct sv_qp *qp, struct sv_txframe *f)
+static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 {
 	uint32_t rd_max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 
@@ -339,6 +339,18 @@ bool sv_req_fill(struct sv_qp *qp, struct sv_txframe *f)
 	return false;
 }
 
+/* Next request frame.  A failed WQE may recover a carried ACK on the
+ * very channel being filled (xmit.c): it is queued, not flushed, then. */
+bool sv_req_fill(struct sv_qp *qp, struct sv_txframe *f)
+{
+	bool got;
+
+	qp->req_filling = true;
+	got = req_fill(qp, f);
+	qp->req_filling = false;
+	return got;
+}
+
 void sv_req_arm_ack_timer(struct sv_qp *qp)
 {
 	uint64_t t = sv_qp_ack_timeout_ns(qp);
@@ -371,7 +383,6 @@ void sv_req_sent(struct sv_qp *qp, uint32_t idx)
 
 void sv_req_rewind(struct sv_qp *qp, uint32_t idx)
 {
-	sv_xmit_ack_recover(qp);        /* dropped frames may have carried our ACK */
 	for (uint32_t i = idx; i != qp->sq.next; i++) {
 		struct sv_swqe *w = sv_sq_at(&qp->sq, i);
 
@@ -388,6 +399,10 @@ void sv_req_rewind(struct sv_qp *qp, uint32_t idx)
 		if (c && c->req.in_use && !c->req.done)
 			c->req.in_use = false;
 	}
+	/* Frames already written may still reach the peer: no change of
+	 * channel until it acknowledges one sent from now on (comp.c). */
+	qp->req_unsettled = true;
+	sv_xmit_ack_recover(qp);        /* dropped frames may have carried our ACK */
 }
 
 /* ---- UD: one datagram per WQE, completed when handed to the network ---- */
@@ -463,8 +478,9 @@ static void ud_send_all(struct sv_qp *qp)
  * "turns" its inbound channel.  Only one of the two, the lesser by (QPN,
  * address), or they would each turn onto the other's.  The peer agreed in
  * its HELLO (SV_WF_TURN).  Requests change channel only when none is in
- * flight (all acknowledged, none half-written, no RNR retry under way),
- * so the responder still takes them in PSN order from one channel.
+ * flight (all acknowledged, none half-written, none rewound whose older
+ * copies may still be on the wire), so the responder still takes them in
+ * PSN order from one channel: it keeps one request's state at a time.
  */
 static bool turn_wanted(struct sv_qp *qp)
 {
@@ -485,7 +501,7 @@ static void choose_channel(struct sv_qp *qp)
 {
 	bool turn;
 
-	if (qp->sq.head != qp->sq.next || qp->rnr_wait || qp->rnr_retries ||
+	if (qp->sq.head != qp->sq.next || qp->rnr_wait || qp->req_unsettled ||
 	    (qp->out && qp->out->req.in_use) || (qp->in && qp->in->req.in_use))
 		return;
 	turn = turn_wanted(qp);
@@ -670,6 +686,6 @@ void sv_engine_qp_teardown(struct sv_qp *qp)
 	if (qp->in)
 		sv_conn_close(qp->in);
 	qp->out = qp->in = NULL;
-	qp->req_turned = false;
+	qp->req_turned = qp->req_unsettled = false;
 	qp->link = SV_LINK_IDLE;
 }

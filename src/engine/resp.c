@@ -167,7 +167,7 @@ static void exec_read(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_
 		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
 		return;
 	}
-	f = sv_xmit_resp_slot(c);
+	f = sv_xmit_rd_resp_slot(c, h->psn);
 	if (!f)
 		return;         /* resp_room() kept one free: cannot happen */
 	sv_frame_init(f, SV_OP_READ_RESP, qp->peer_qpn, qp->ibqp.qp_base.qp_num, h->psn);
@@ -191,7 +191,7 @@ static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wir
 		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
 		return;
 	}
-	f = sv_xmit_resp_slot(c);
+	f = sv_xmit_rd_resp_slot(c, h->psn);
 	if (!f)
 		return;         /* resp_room() kept one free: cannot happen */
 	/* The segment's lock orders us with same-host initiators that run
@@ -239,6 +239,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 	uint32_t qpt = is_rc(qp) ? SV_QPT_RC : SV_QPT_UC;
 
 	memset(&qp->rctx, 0, offsetof(typeof(qp->rctx), dst));
+	qp->rctx.conn = c;
 	qp->rctx.drop = true;
 	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR)
 		return;
@@ -353,6 +354,15 @@ static bool ack_may_wait(struct sv_qp *qp, struct sv_conn *c, const struct sv_wi
 void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 {
 	const struct sv_wire_hdr *h = &c->rx_hdr;
+
+	/* One request at a time: requests change channel only when none is
+	 * in flight (req.c).  A frame that ends after another began on the
+	 * other channel is a stale copy: the state is the other one's. */
+	if (qp->rctx.conn != c) {
+		sv_info("qp %u: request psn %u ended after another began, dropped",
+			qp->ibqp.qp_base.qp_num, h->psn);
+		return;
+	}
 
 	if (qp->rctx.pull && !qp->rctx.drop && !qp->rctx.nak)
 		pull_end(qp, c, h);

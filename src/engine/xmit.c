@@ -94,6 +94,27 @@ struct sv_txframe *sv_xmit_resp_slot(struct sv_conn *c)
 	return resp_slot(c);
 }
 
+static struct sv_txframe *last_unsent_resp(struct sv_conn *c);
+
+/* A READ or atomic response to request `psn` acknowledges every request
+ * before it (comp.c): it takes the place of an ACK of those not yet on
+ * the wire.  So the queue holds at most the READ and atomic responses the
+ * peer may have in flight (max_rd_atomic) and one ACK and NAK, and never
+ * pauses a turned channel (recv.c). */
+struct sv_txframe *sv_xmit_rd_resp_slot(struct sv_conn *c, uint32_t psn)
+{
+	struct sv_txframe *f;
+
+	sv_xmit_ack_release(c);
+	f = last_unsent_resp(c);
+	if (f && f->hdr.opcode == SV_OP_ACK &&
+	    sv_psn_le(SV_WIRE_GET32(f->hdr.psn), (psn - 1) & 0xffffff)) {
+		c->resp_tail--;
+		return f;
+	}
+	return resp_slot(c);
+}
+
 void sv_xmit_resp_commit(struct sv_conn *c, struct sv_txframe *f)
 {
 	frame_seal(f);
@@ -228,7 +249,10 @@ void sv_xmit_ack_recover(struct sv_qp *qp)
 		c->ack_carried = false;
 		sv_xmit_ack_release(c);
 		queue_ack(c, qp, (qp->epsn - 1) & 0xffffff);
-		sv_xmit_flush(c);
+		/* not from inside the fill of this channel's next request:
+		 * its flush loop writes the ACK (next_frame) */
+		if (!qp->req_filling || c != sv_req_conn(qp))
+			sv_xmit_flush(c);
 	}
 }
 
@@ -298,7 +322,9 @@ static struct sv_txframe *next_frame(struct sv_conn *c)
 		return &c->resp[c->resp_head % SV_RESPQ_LEN];
 	if (!c->req.in_use) {
 		if (c != sv_req_conn(c->qp) || !sv_req_fill(c->qp, &c->req))
-			return NULL;
+			/* a failed fill may have queued an ACK (recover) */
+			return c->resp_head != c->resp_tail ?
+			       &c->resp[c->resp_head % SV_RESPQ_LEN] : NULL;
 		frame_seal(&c->req);
 	}
 	return &c->req;

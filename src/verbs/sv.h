@@ -245,6 +245,8 @@ struct sv_qp {
 	enum sv_link_state link;
 	struct sv_conn *out;         /* requests out, responses in */
 	bool req_turned;             /* requests go on `in` instead (engine/req.c) */
+	bool req_unsettled;          /* rewound: frames sent before may still arrive */
+	bool req_filling;            /* inside sv_req_fill (xmit.c must not re-enter) */
 
 	/* responder */
 	struct sv_conn *in;          /* requests in, responses out */
@@ -252,7 +254,8 @@ struct sv_qp {
 	bool nak_sent;               /* drop requests until epsn arrives again */
 	bool comm_est_sent;
 
-	/* responder: the request being received on `in` */
+	/* responder: the request being received (on `in`, or on `out` if
+	 * the peer turned it) */
 	struct {
 		bool drop;               /* discard: payload is not placed */
 		bool have_wqe;           /* a receive WQE was consumed */
@@ -260,6 +263,7 @@ struct sv_qp {
 		uint32_t status;         /* receive completion status */
 		uint32_t nak;            /* NAK to send at the end (0: none) */
 		bool pull;               /* a pulled SEND: data comes from the peer */
+		const void *conn;        /* the channel it came on */
 		int ndst;                /* ... into these receive segments */
 		struct iovec dst[SV_MAX_SGE];
 		union {
