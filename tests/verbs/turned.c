@@ -7,7 +7,8 @@
  * of both connections and reads their byte counts), and that every
  * operation of the turned QP works on the shared connection, data
  * checked: SEND with immediate, RDMA WRITE, READ, fetch-and-add,
- * compare-and-swap, several requests in flight, an RNR retry; and the
+ * compare-and-swap, several requests in flight (READs behind WRITEs:
+ * their responses share the peer's queue), an RNR retry; and the
  * peer's last SEND completes when the turned QP is destroyed right after.
  * Over shared memory (the default transport for two QPs on one host)
  * there are no TCP channels: only the operations are checked.
@@ -31,6 +32,10 @@
 #define COUNTER  32768    /* what the peer's atomics change */
 #define RESULT   32776    /* an atomic's original value */
 #define READBACK 32832    /* where a READ lands */
+#define PAIRS    8        /* WRITE + READ pairs in flight at once */
+#define PAIR_SRC 40960    /* what they WRITE, 8 bytes each */
+#define PAIR_DST 41024    /* where they land in the peer, and READ from */
+#define PAIR_BACK 41088   /* where the READs land */
 #define ROUNDS   600
 #define MEASURED 400      /* the last rounds, when the ping-pong is steady */
 #define RNR_ROUND 550     /* the other side posts its receive late */
@@ -173,7 +178,29 @@ static void turner_extras(struct side *s, uint32_t r, uint64_t *counter)
 	uint64_t orig;
 
 	switch (r % 4) {
+	case 0:
+		/* READs right behind WRITEs to the same place: executed in
+		 * order, each READ returns its WRITE; their responses and the
+		 * WRITEs' ACKs share the peer's response queue */
+		for (uint64_t k = 0; k < PAIRS; k++) {
+			uint64_t v = (uint64_t)r << 8 | k;
+
+			memcpy(x->buf + PAIR_SRC + 8 * k, &v, 8);
+			CHECK_OK(t_post_rdma(x->qp, IBV_WR_RDMA_WRITE, 5, x->buf + PAIR_SRC + 8 * k, 8,
+					     x->mr->lkey, s->peer->addr + PAIR_DST + 8 * k,
+					     s->peer->rkey, 0));
+			CHECK_OK(t_post_rdma(x->qp, IBV_WR_RDMA_READ, 2, x->buf + PAIR_BACK + 8 * k, 8,
+					     x->mr->lkey, s->peer->addr + PAIR_DST + 8 * k,
+					     s->peer->rkey, IBV_SEND_SIGNALED));
+		}
+		s->reads_due += PAIRS;
+		break;
 	case 1:
+		for (uint64_t k = 0; r && k < PAIRS; k++) {     /* last round's pairs */
+			uint64_t v = (uint64_t)(r - 1) << 8 | k;
+
+			CHECK(!memcmp(x->buf + PAIR_BACK + 8 * k, &v, 8));
+		}
 		CHECK_OK(t_post_rdma(x->qp, IBV_WR_RDMA_READ, 2, x->buf + READBACK, 8,
 				     x->mr->lkey, s->peer->addr + READBACK, s->peer->rkey,
 				     IBV_SEND_SIGNALED));
