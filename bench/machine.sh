@@ -20,10 +20,11 @@ ref_one() {
   fi
 }
 
-# TCP: WHERE (host|veth) MODE (lat|lat2|bw) SIZE
+# TCP: WHERE (host|veth) MODE (lat|lat2|bw) SIZE; the value also in REF_TCP_VAL
 ref_tcp() {
   local where=$1 mode=$2 size=$3 key unit field sns="" cns="" addr=127.0.0.1 n
   key=tcp/$where/$mode/$size
+  REF_TCP_VAL=
   if [[ $mode == lat* ]]; then unit=us; field=lat_us; n=$((size >= 65536 ? 1000 : 10000))
   else unit=MiB/s; field=mib_s; n=$(( (size >= 65536 ? 256 : 128) * 1048576 / size ))
   fi
@@ -38,6 +39,7 @@ ref_tcp() {
     local v
     v=$(bench_get "$PAIR_OUT" "$field")
     if [[ -n $v ]]; then bench_rec "$key" "$unit" "$v"; else bench_fail "$key" "$unit" "no '$field' in the output"; fi
+    REF_TCP_VAL=$v
   else
     bench_fail "$key" "$unit" "$PAIR_ERR"
   fi

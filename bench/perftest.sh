@@ -51,6 +51,15 @@ sv_pt() {  # WHERE TEST SIZE
     sns=$SVB_NS_A cns=$SVB_NS_B addr=$SVB_ADDR_A
   fi
   n=$(sv_iters "$kind" "$size")
+  # The veth latency targets' reference, measured right before: this VM
+  # runs a TCP ping-pong at 4.1 or 6.1 us for tens of seconds at a time,
+  # so medians taken a minute apart can compare two speeds of the machine.
+  # The target is the median of these pairs' ratios (report.sh).
+  local pair_ref=""
+  if [[ $where == veth && $kind == lat && $size == 8 && $test != read_lat ]]; then
+    ref_tcp veth lat "$size"
+    pair_ref=$REF_TCP_VAL
+  fi
   bench_next_port
   SRV=(env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -d "$SV_DEV" -p "$PORT" -s "$size" -n "$n" -F)
   CLI=("${SRV[@]}" "$addr")
@@ -65,6 +74,9 @@ sv_pt() {  # WHERE TEST SIZE
     v=$(pt_bw "$PAIR_OUT" "$size")
   fi
   if [[ -n $v ]]; then bench_rec "$key" "$unit" "$v"; else bench_fail "$key" "$unit" "no result row for $size B"; fi
+  if [[ -n $pair_ref && -n $v ]]; then
+    bench_rec "pair/$where/$test/$size" x "$(awk -v a="$v" -v b="$pair_ref" 'BEGIN { if (b > 0) printf "%.4f", a / b }')"
+  fi
   if [[ $kind == lat ]]; then
     v=$(pt_lat_avg "$PAIR_OUT" "$size")
     [[ -n $v ]] && bench_rec "sv/$where/${test}_avg/$size" us "$v"

@@ -111,12 +111,14 @@ noise_note() {  # KEY...
 }
 
 # One row of the targets table.
-#   target LABEL SVKEY REFKEY REFLABEL OP GOAL [REF_FACTOR]
-#     ratio = sv / ref; OP le: ratio <= GOAL passes, ge: ratio >= GOAL
+#   target LABEL SVKEY REFKEY REFLABEL OP GOAL [REF_FACTOR [PAIRKEY]]
+#     ratio = sv / ref; OP le: ratio <= GOAL passes, ge: ratio >= GOAL;
+#     with PAIRKEY (its samples: sv / ref of runs taken one right after
+#     the other, perftest.sh), the median of those instead
 #   target LABEL SVKEY "" "" OP GOAL: an absolute goal on sv itself
 TARGETS_PASS=0 TARGETS_FAIL=0 TARGETS_NA=0
 target() {
-  local label=$1 sv=$2 ref=$3 rlabel=$4 op=$5 goal=$6 f=${7:-1} r res x cmp
+  local label=$1 sv=$2 ref=$3 rlabel=$4 op=$5 goal=$6 f=${7:-1} pair=${8:-} r res x cmp
   cmp=$([[ $op == le ]] && echo "≤" || echo "≥")
   if [[ -z $ref ]]; then
     if has_val "$sv"; then
@@ -132,13 +134,18 @@ target() {
     echo "| $label | $(show_val "$sv") | — | — | $cmp $goal ${UNITOF[$sv]:-} | $res$(noise_note "$sv") |"
     return
   fi
-  if r=$(ratio_of "$sv" "$ref" "$f"); then
+  local how=""
+  if [[ -n $pair ]] && has_val "$pair" && has_val "$sv"; then
+    r=$(awk -v a="${MED[$pair]}" 'BEGIN { printf "%.2f", a }')
+    how=" (median of ${NOK[$pair]} paired runs: $(fmt_num "${LO[$pair]}")–$(fmt_num "${HI[$pair]}"))"
+  fi
+  if [[ -n $how ]] || r=$(ratio_of "$sv" "$ref" "$f"); then
     if awk -v x="$r" -v g="$goal" -v op="$op" 'BEGIN { exit !(op == "le" ? x <= g : x >= g) }'; then
       res="**PASS**"; TARGETS_PASS=$((TARGETS_PASS + 1))
     else
       res="**FAIL**"; TARGETS_FAIL=$((TARGETS_FAIL + 1))
     fi
-    r="${r}x"
+    r="${r}x$how"
   else
     r="—"
     if ! has_val "$sv"; then res="N/A (softverbs: no value)"; else res="N/A (reference: no value)"; fi
@@ -239,7 +246,8 @@ bench_report() {  # OUT.md
       target "same host ib_${t}_bw 1 MiB vs UCX posix" "sv/host/${t}_bw/1048576" ucx-posix/host/tag_bw/1048576 "UCX posix tag_bw" ge 0.8
     done
     for t in send write; do
-      target "veth ib_${t}_lat 8 B vs TCP ping-pong" "sv/veth/${t}_lat/8" tcp/veth/lat/8 "TCP busy-poll, veth" le 1.3
+      target "veth ib_${t}_lat 8 B vs TCP ping-pong" "sv/veth/${t}_lat/8" tcp/veth/lat/8 "TCP busy-poll, veth" le 1.3 1 \
+             "pair/veth/${t}_lat/8"
     done
     for s in 65536 1048576; do
       for t in write read send; do
@@ -288,7 +296,7 @@ bench_report() {  # OUT.md
     echo "|---|---|---|---|---|"
     while IFS=$'\t' read -r k _; do
       IFS=/ read -r tool where test size <<<"$k"
-      case $tool in sv|scale|idle|cmtime) continue ;; esac
+      case $tool in sv|scale|idle|cmtime|pair) continue ;; esac
       echo "| $(ref_label "$k") | $where | $(fmt_size "$size") | $(show_val "$k") | $(runs_of "$k") |"
     done < <(sort -t/ -k1,1 -k2,2 -k3,3 -k4,4n "$BENCH_WORK/medians.tsv")
     echo
