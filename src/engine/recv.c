@@ -301,8 +301,9 @@ static void rx_end(struct sv_conn *c)
 
 /* The responder needs room for a response before it takes a request.
  * (On a turned channel the peer has at most SV_MAX_RD_ATOM READs and
- * atomics in flight, and ACKs coalesce: its outbound end never pauses,
- * which would also stop the responses to its own requests.) */
+ * atomics in flight, whose responses take the place of unsent ACKs
+ * (xmit.c): its outbound end never pauses, which would also stop the
+ * responses to its own requests.) */
 static bool resp_room(struct sv_conn *c)
 {
 	return (c->outbound && !c->turn_ok) || SV_RESPQ_LEN - (c->resp_tail - c->resp_head) >= 2;
