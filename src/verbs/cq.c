@@ -10,6 +10,11 @@
 #include "verbs/ops.h"
 #include "verbs/sv.h"
 
+static uint32_t cq_slot(const struct sv_cq *cq, uint32_t idx)
+{
+	return idx & (cq->size - 1);     /* a power of two (sv_ring_slots) */
+}
+
 static bool cq_full(const struct sv_cq *cq)
 {
 	return cq->tail - cq->head >= (uint32_t)cq->ibcq.cqe;
@@ -30,7 +35,7 @@ bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 			sv_async_post(to_sctx(cq->ibcq.context), &ev);
 		}
 	} else {
-		uint32_t i = cq->tail % cq->size;
+		uint32_t i = cq_slot(cq, cq->tail);
 
 		cq->ring[i] = *wc;
 		if (cq->ts)
@@ -71,7 +76,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	while (n < num_entries && cq->batch_i < cq->batch_n)    /* taken by start_poll */
 		wc[n++] = cq->batch[cq->batch_i++];
 	while (n < num_entries && cq->head != cq->tail) {
-		wc[n++] = cq->ring[cq->head % cq->size];
+		wc[n++] = cq->ring[cq_slot(cq, cq->head)];
 		__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&cq->lock);
@@ -119,7 +124,7 @@ static void refill(struct sv_cq *cq)
 
 	pthread_mutex_lock(&cq->lock);
 	while (n < 16 && cq->head != cq->tail) {
-		uint32_t i = cq->head % cq->size;
+		uint32_t i = cq_slot(cq, cq->head);
 
 		cq->batch[n] = cq->ring[i];
 		cq->batch_ts[n] = cq->ts ? cq->ts[i] : 0;
@@ -232,7 +237,7 @@ void sv_cq_init_ex_ops(struct sv_cq *cq)
 
 static int cq_alloc_ring(struct sv_cq *cq, uint32_t cqe, bool with_ts)
 {
-	cq->size = cqe + 1;
+	cq->size = sv_ring_slots(cqe);
 	cq->ring = calloc(cq->size, sizeof(*cq->ring));
 	cq->ts = with_ts ? calloc(cq->size, sizeof(*cq->ts)) : NULL;
 	return cq->ring && (cq->ts || !with_ts) ? 0 : ENOMEM;
@@ -320,9 +325,9 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		return ENOMEM;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		tmp.ring[i] = cq->ring[(cq->head + i) % cq->size];
+		tmp.ring[i] = cq->ring[cq_slot(cq, cq->head + i)];
 		if (tmp.ts)
-			tmp.ts[i] = cq->ts[(cq->head + i) % cq->size];
+			tmp.ts[i] = cq->ts[cq_slot(cq, cq->head + i)];
 	}
 	free(cq->ring);
 	free(cq->ts);

@@ -109,7 +109,8 @@ static int sq_init(struct sv_sq *sq, struct ibv_qp_cap *c)
 	sq->max_inline = c->max_inline_data > 64 ? c->max_inline_data : 64;
 	sq->stride = (sizeof(struct sv_swqe) + sq->max_sge * sizeof(struct sv_sge) +
 		      sq->max_inline + 7) & ~7u;
-	sq->buf = calloc(sq->max_wr, sq->stride);
+	sq->mask = sv_ring_slots(sq->max_wr) - 1;
+	sq->buf = calloc((size_t)sq->mask + 1, sq->stride);
 	return sq->buf ? 0 : ENOMEM;
 }
 

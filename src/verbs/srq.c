@@ -12,7 +12,8 @@ int sv_rq_init(struct sv_rq *rq, uint32_t max_wr, uint32_t max_sge)
 	rq->max_sge = max_sge ? max_sge : 1;
 	rq->stride = sizeof(struct sv_rwqe) + rq->max_sge * sizeof(struct sv_sge);
 	rq->head = rq->tail = 0;
-	rq->buf = calloc(rq->max_wr, rq->stride);
+	rq->mask = sv_ring_slots(rq->max_wr) - 1;
+	rq->buf = calloc((size_t)rq->mask + 1, rq->stride);
 	return rq->buf ? 0 : ENOMEM;
 }
 

@@ -88,7 +88,7 @@ struct sv_cq {
 	pthread_mutex_t lock;
 	struct ibv_wc *ring;
 	uint64_t *ts;                /* completion timestamps, parallel to ring */
-	uint32_t size;               /* ring slots (>= cqe + 1) */
+	uint32_t size;               /* ring slots (sv_ring_slots(cqe)) */
 	uint32_t head, tail;         /* consume at head, produce at tail */
 	bool armed, armed_solicited;
 	bool overrun;
@@ -140,9 +140,25 @@ struct sv_rwqe {
 };
 
 /* A ring of receive WQEs with a fixed stride. */
+/*
+ * Rings (receive and send queues, CQs) are indexed by free-running 32-bit
+ * counters, so they have a power-of-two number of slots: a counter that
+ * wraps at 2^32 then stays on the next slot (and a mask is cheaper than a
+ * division).  How many entries a ring takes is its own limit (max_wr, cqe).
+ */
+static inline uint32_t sv_ring_slots(uint32_t n)
+{
+	uint32_t s = 1;
+
+	while (s < n)
+		s <<= 1;
+	return s;
+}
+
 struct sv_rq {
 	uint8_t *buf;
 	uint32_t max_wr, max_sge, stride;
+	uint32_t mask;               /* slots - 1 */
 	uint32_t head, tail;         /* consume at head, post at tail (free-running) */
 };
 
@@ -198,6 +214,7 @@ struct sv_swqe {
 struct sv_sq {
 	uint8_t *buf;
 	uint32_t max_wr, max_sge, max_inline, stride;
+	uint32_t mask;               /* slots - 1 (sv_ring_slots) */
 	uint32_t head;               /* oldest not completed */
 	uint32_t next;               /* next to transmit */
 	uint32_t tail;               /* next free slot */
@@ -316,11 +333,11 @@ static inline struct sv_comp_channel *to_sch(struct ibv_comp_channel *c)
 
 static inline struct sv_swqe *sv_sq_at(struct sv_sq *sq, uint32_t idx)
 {
-	return (struct sv_swqe *)(sq->buf + (size_t)(idx % sq->max_wr) * sq->stride);
+	return (struct sv_swqe *)(sq->buf + (size_t)(idx & sq->mask) * sq->stride);
 }
 static inline struct sv_rwqe *sv_rq_at(struct sv_rq *rq, uint32_t idx)
 {
-	return (struct sv_rwqe *)(rq->buf + (size_t)(idx % rq->max_wr) * rq->stride);
+	return (struct sv_rwqe *)(rq->buf + (size_t)(idx & rq->mask) * rq->stride);
 }
 
 /* context.c, async.c, pd.c */
