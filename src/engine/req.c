@@ -667,7 +667,9 @@ void sv_engine_qp_ready(struct sv_qp *qp)
 void sv_engine_qp_teardown(struct sv_qp *qp)
 {
 	/* receives already done in the current batch complete before any
-	 * flush (requests come in on the outbound channel too, if turned) */
+	 * flush (requests come in on the outbound channel too, if turned);
+	 * the flush writes the ACK held, not requests still queued */
+	qp->link = SV_LINK_IDLE;
 	for (int i = 0; i < 2; i++) {
 		struct sv_conn *c = i ? qp->out : qp->in;
 
@@ -687,5 +689,4 @@ void sv_engine_qp_teardown(struct sv_qp *qp)
 		sv_conn_close(qp->in);
 	qp->out = qp->in = NULL;
 	qp->req_turned = qp->req_unsettled = false;
-	qp->link = SV_LINK_IDLE;
 }
