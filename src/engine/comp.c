@@ -251,10 +251,11 @@ void sv_comp_ack_word(struct sv_qp *qp, struct sv_conn *c)
 
 void sv_comp_ack_carried(struct sv_qp *qp, uint32_t psn)
 {
+	struct sv_conn *rc;
+
 	if (qp->attr.qp_state == IBV_QPS_ERR)
 		return;
-	struct sv_conn *rc = sv_req_conn(qp);
-
+	rc = sv_req_conn(qp);
 	if (rc && rc->tx_since_rx)                /* a response, for spinning pollers */
 		__atomic_store_n(&rc->tx_since_rx, 0, __ATOMIC_RELAXED);
 	on_ack(qp, psn);

@@ -84,9 +84,10 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 	pthread_mutex_unlock(&cq->drive_lock);
 }
 
-/* An inbound TCP channel is also the send CQ's: the peer's requests carry
- * ACKs of ours (piggybacked), which a poller waiting for a send completion
- * must read. */
+/* A TCP channel's second CQ: an inbound one is also the send CQ's (the
+ * peer's requests carry ACKs of ours, which a poller waiting for a send
+ * completion must read), an outbound one also the receive CQ's (the peer
+ * may turn it and send its requests there, engine/req.c). */
 void sv_engine_drive_register_also(struct sv_conn *c, struct sv_cq *cq)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };

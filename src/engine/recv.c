@@ -312,7 +312,7 @@ static bool resp_room(struct sv_conn *c)
 /* Did this batch take requests: responses to write, receives to complete? */
 static bool batch_has_requests(const struct sv_conn *c)
 {
-	return !c->outbound || c->ndone || c->resp_tail != c->resp_head || c->ack_word_pending;
+	return !c->outbound || c->ndone || c->resp_tail != c->resp_head;
 }
 
 /* Process frames until the channel has nothing more this wake-up, it is
@@ -389,10 +389,7 @@ void sv_conn_lost(struct sv_conn *c)
 	} else if (c == qp->in) {
 		qp->in = NULL;
 		sv_conn_close(c);
-		if (qp->req_turned) {           /* our requests went on it */
-			sv_req_turned_lost(qp);
-			sv_req_kick(qp);
-		}
+		sv_req_turned_lost(qp);
 	}
 }
 
@@ -461,7 +458,6 @@ static void attach_inbound(struct sv_conn *c)
 	struct sv_node *node = c->node;
 	struct sv_qp *qp;
 	struct sv_wire_hdr *h = &c->rx_hdr;
-	bool resend;
 
 	rx_wakeup(c);
 	if (!rx_header(c)) {
@@ -490,7 +486,6 @@ static void attach_inbound(struct sv_conn *c)
 		return;
 	}
 	sv_list_del(&c->pending_link);
-	resend = qp->req_turned;
 	if (qp->in) {
 		sv_conn_close(qp->in);
 		sv_req_turned_lost(qp);
@@ -510,8 +505,6 @@ static void attach_inbound(struct sv_conn *c)
 		sv_rx_process(c);
 	if (c->dead)
 		sv_conn_lost(c);
-	if (resend)              /* what went on the old channel goes again */
-		sv_req_kick(qp);
 	pthread_mutex_unlock(&qp->lock);
 }
 

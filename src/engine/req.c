@@ -517,8 +517,9 @@ struct sv_conn *sv_req_conn(struct sv_qp *qp)
 	return qp->req_turned && qp->in ? qp->in : qp->out;
 }
 
-/* The inbound channel is gone: requests it carried are lost with it and go
- * again on the outbound one (the responder drops what it already did). */
+/* The inbound channel is gone: if our requests went on it, they are lost
+ * with it and go again on the outbound one (the responder drops what it
+ * already did). */
 void sv_req_turned_lost(struct sv_qp *qp)
 {
 	if (!qp->req_turned)
@@ -526,6 +527,7 @@ void sv_req_turned_lost(struct sv_qp *qp)
 	qp->req_turned = false;
 	if (qp->ibqp.qp_base.qp_type == IBV_QPT_RC && qp->attr.qp_state == IBV_QPS_RTS)
 		sv_req_rewind(qp, qp->sq.head);
+	sv_req_kick(qp);
 }
 
 void sv_req_kick(struct sv_qp *qp)

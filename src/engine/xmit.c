@@ -94,7 +94,15 @@ struct sv_txframe *sv_xmit_resp_slot(struct sv_conn *c)
 	return resp_slot(c);
 }
 
-static struct sv_txframe *last_unsent_resp(struct sv_conn *c);
+static struct sv_txframe *last_unsent_resp(struct sv_conn *c)
+{
+	struct sv_txframe *f;
+
+	if (c->resp_tail == c->resp_head)
+		return NULL;
+	f = &c->resp[(c->resp_tail - 1) % SV_RESPQ_LEN];
+	return f->done ? NULL : f;
+}
 
 /* A READ or atomic response to request `psn` acknowledges every request
  * before it (comp.c): it takes the place of an ACK of those not yet on
@@ -119,16 +127,6 @@ void sv_xmit_resp_commit(struct sv_conn *c, struct sv_txframe *f)
 {
 	frame_seal(f);
 	c->resp_tail++;
-}
-
-static struct sv_txframe *last_unsent_resp(struct sv_conn *c)
-{
-	struct sv_txframe *f;
-
-	if (c->resp_tail == c->resp_head)
-		return NULL;
-	f = &c->resp[(c->resp_tail - 1) % SV_RESPQ_LEN];
-	return f->done ? NULL : f;
 }
 
 static void queue_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
@@ -307,24 +305,29 @@ void sv_xmit_nak(struct sv_conn *c, struct sv_qp *qp, uint32_t psn, enum sv_nak 
 	sv_xmit_resp_commit(c, f);
 }
 
+static struct sv_txframe *first_resp(struct sv_conn *c)
+{
+	return c->resp_head != c->resp_tail ? &c->resp[c->resp_head % SV_RESPQ_LEN] : NULL;
+}
+
 /* Pick the frame to write next, or NULL if there is none: responses
  * before requests, but a frame half-written goes on first (a turned
  * channel carries both, req.c). */
 static struct sv_txframe *next_frame(struct sv_conn *c)
 {
+	struct sv_txframe *f;
+
 	if (c->ctrl.in_use)
 		return &c->ctrl;
 	if (!c->qp)
 		return NULL;
 	if (c->req.in_use && c->req.done)
 		return &c->req;
-	if (c->resp_head != c->resp_tail)
-		return &c->resp[c->resp_head % SV_RESPQ_LEN];
+	if ((f = first_resp(c)))
+		return f;
 	if (!c->req.in_use) {
 		if (c != sv_req_conn(c->qp) || !sv_req_fill(c->qp, &c->req))
-			/* a failed fill may have queued an ACK (recover) */
-			return c->resp_head != c->resp_tail ?
-			       &c->resp[c->resp_head % SV_RESPQ_LEN] : NULL;
+			return first_resp(c);    /* a failed fill may queue an ACK (recover) */
 		frame_seal(&c->req);
 	}
 	return &c->req;

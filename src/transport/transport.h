@@ -89,7 +89,7 @@ struct sv_conn {
 	int rx_fds[2], n_rx_fds;     /* descriptors received with the last bytes */
 	int tx_fds[2], n_tx_fds;     /* descriptors to send with the next write */
 	struct sv_cq *drive_cq;      /* CQ whose pollers check this ring */
-	struct sv_cq *drive_cq2;     /* inbound TCP: the send CQ too (piggybacked ACKs) */
+	struct sv_cq *drive_cq2;     /* TCP: the other CQ of the QP (engine/drive.c) */
 
 	/* Spinning pollers (engine/drive.c).  Read by other threads without
 	 * the QP lock: kept apart from the flags above, which the compiler
