@@ -368,7 +368,7 @@ static bool ring_ready(struct sv_conn *c)
 {
 	return sv_conn_shm_has_input(c) ||
 	       (__atomic_load_n(&c->want_out, __ATOMIC_RELAXED) &&
-		sv_ring_readable(c->shm.tx, c->shm.size) < c->shm.size);
+		sv_ring_writable(c->shm.tx, c->shm.size));
 }
 
 /* Serve the CQ's ready ring channels, at most 64 per poll, round-robin so

@@ -14,6 +14,7 @@ struct sv_shm_chan {
 	uint32_t size;               /* ring data size, validated at attach */
 	uint64_t tx_head_seen;       /* the consumer's position, as we last read it */
 	uint32_t rx_ack_seen;        /* the responder's ACK word, as we last took it */
+	struct sv_ring_rd rx_rd;     /* how far we read the record at rx->head */
 };
 
 /* The connecting side creates it (returns the memfd to pass on); ring 0

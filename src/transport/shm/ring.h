@@ -1,22 +1,29 @@
 /*
- * A single-producer single-consumer byte ring in shared memory.  It gives a
- * channel the semantics of a non-blocking stream socket without syscalls.
- * The producer owns `tail`, the consumer owns `head`; each publishes with a
- * release store and reads the other's with an acquire load.  Offsets only,
- * never pointers: the two processes map it at different addresses.
+ * A single-producer single-consumer ring of records in shared memory.  It
+ * gives a channel the semantics of a non-blocking stream socket without
+ * syscalls.  Each write is one record that starts on a cache line: an
+ * 8-byte word (its length and where it starts) and then its bytes.  The
+ * consumer looks for the next record in the record itself, not at a
+ * separate write position: a small frame costs the consumer one cache line
+ * from the producer's core, where a position word and a frame spanning two
+ * lines cost three.  Offsets only, never pointers: the two processes map
+ * it at different addresses.
  */
 #ifndef SV_SHM_RING_H
 #define SV_SHM_RING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define SV_RING_MAGIC 0x53565232u   /* "SVR2": version 2 has the ACK word */
+#define SV_RING_MAGIC 0x53565233u   /* "SVR3": version 3 has records */
+#define SV_RING_LINE  64u
 
 /* One cache line each for what rarely changes (read on every operation,
  * so it must not share a line with a position the other side writes), the
- * consumer's position and the producer's. */
+ * consumer's position, the producer's, and the ACK word (which the
+ * consumer reads while it waits, and which changes only with an ACK). */
 struct sv_ring {
 	uint32_t magic;
 	uint32_t size;               /* data bytes, a power of two */
@@ -24,31 +31,41 @@ struct sv_ring {
 	uint32_t consumer_wants_wake;/* consumer sleeps: producer rings the doorbell */
 	uint32_t producer_wants_wake;/* producer waits for room */
 	uint8_t pad0[44];
-	uint64_t head;               /* consumer position (free-running) */
+	uint64_t head;               /* consumer: start of the next record to finish */
 	uint8_t pad1[56];
-	uint64_t tail;               /* producer position (free-running) */
+	uint64_t tail;               /* producer: where its next record goes (its own) */
+	uint64_t cleared;            /* producer: lines in [tail, cleared) start with 0 */
+	uint8_t pad2[48];
 	uint32_t ack;                /* the producer's cumulative ACK (see below) */
-	uint8_t pad2[52];
+	uint8_t pad3[60];
 	uint8_t data[];
 };
 
+/* The consumer's own state: how much of the record at `head` it has read. */
+struct sv_ring_rd {
+	uint32_t off;
+};
+
 /* `size` is the caller's own copy, checked once at attach time: the shared
- * header is never trusted for bounds. */
+ * header is never trusted for bounds, nor is a record's length. */
 void sv_ring_init(struct sv_ring *r, uint32_t size);
-size_t sv_ring_readable(const struct sv_ring *r, uint32_t size);
+/* Consumer: is a record at its position?  (One it has begun to read is
+ * still there: a record leaves when its last byte is read.)  Any thread. */
+bool sv_ring_has_input(const struct sv_ring *r, uint32_t size);
+/* Producer: could a write take at least one byte now? */
+bool sv_ring_writable(const struct sv_ring *r, uint32_t size);
 /* Copy up to the iovecs' total into / out of the ring; returns bytes moved.
  * The producer keeps its own copy of the consumer's position (*head_seen)
  * and reads the shared one only when that copy says the ring is too full:
  * each read of it is a cache miss while the consumer is busy. */
 size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n,
 		     uint64_t *head_seen);
-size_t sv_ring_read(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n);
+size_t sv_ring_read(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n,
+		    struct sv_ring_rd *rd);
 
-/* A responder acknowledges in its response ring, next to the position the
- * requester reads anyway, instead of writing ACK frames into it: one store,
- * and the requester finds responses and ACK in one cache line.  0 means
- * "nothing yet"; else the PSN of the last request executed, with
- * SV_RING_ACK_VALID. */
+/* A responder acknowledges in its response ring, in a line of its own,
+ * instead of writing ACK frames into it: one store.  0 means "nothing yet";
+ * else the PSN of the last request executed, with SV_RING_ACK_VALID. */
 #define SV_RING_ACK_VALID (1u << 31)
 static inline void sv_ring_ack_publish(struct sv_ring *r, uint32_t psn)
 {

@@ -262,7 +262,7 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 	if (r < want) {
 		/* Full: ask the reader to ring back, then look once more. */
 		__atomic_store_n(&tx->producer_wants_wake, 1, __ATOMIC_SEQ_CST);
-		if (sv_ring_readable(tx, c->shm.size) < c->shm.size) {
+		if (sv_ring_writable(tx, c->shm.size)) {
 			struct iovec rest[SV_PLACE_MAX_SEG + 1];
 			size_t skip = r;
 			int k = 0;
@@ -287,7 +287,7 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
 {
 	struct sv_ring *rx = c->shm.rx;
-	size_t r = sv_ring_read(rx, c->shm.size, iov, n);
+	size_t r = sv_ring_read(rx, c->shm.size, iov, n, &c->shm.rx_rd);
 
 	if (r)
 		ring_doorbell(c, &rx->producer_wants_wake);
@@ -326,7 +326,7 @@ bool sv_conn_shm_has_input(const struct sv_conn *c)
 	uint32_t w;
 
 	return (!__atomic_load_n(&c->paused, __ATOMIC_RELAXED) &&
-		sv_ring_readable(c->shm.rx, c->shm.size)) ||
+		sv_ring_has_input(c->shm.rx, c->shm.size)) ||
 	       (c->outbound && shm_ack_moved(c, &w));
 }
 
