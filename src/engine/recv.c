@@ -149,10 +149,19 @@ static bool rbuf_fill(struct sv_conn *c, size_t want)
 	return true;
 }
 
+/* A header is 64 bytes, or SV_WIRE_SHORT_LEN when its flags say so (its
+ * zero tail was not sent): read that much first, then the flags tell. */
+static size_t rx_hdr_want(const struct sv_conn *c)
+{
+	return c->rx_got < 8 ? sizeof(c->rx_hdr) : sv_wire_hdr_len(&c->rx_hdr);
+}
+
 static bool rx_header(struct sv_conn *c)
 {
-	while (c->rx_got < sizeof(c->rx_hdr)) {
-		size_t k = sizeof(c->rx_hdr) - c->rx_got;
+	size_t want;
+
+	while (c->rx_got < (want = rx_hdr_want(c))) {
+		size_t k = (c->rx_got < SV_WIRE_SHORT_LEN ? SV_WIRE_SHORT_LEN : want) - c->rx_got;
 
 		if (!rbuf_avail(c) && !rbuf_fill(c, k))
 			return false;
@@ -162,6 +171,8 @@ static bool rx_header(struct sv_conn *c)
 		c->rb_start += k;
 		c->rx_got += k;
 	}
+	if (want < sizeof(c->rx_hdr))
+		memset((uint8_t *)&c->rx_hdr + want, 0, sizeof(c->rx_hdr) - want);
 	return true;
 }
 

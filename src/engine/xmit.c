@@ -36,23 +36,37 @@ void sv_frame_add(struct sv_txframe *f, void *addr, size_t len)
 	f->total += len;
 }
 
+/* On a ring, a header whose last fields are zero goes short: an 8-byte
+ * SEND then fits one cache line (wire/proto.h).  Decided before its first
+ * byte goes. */
+static void frame_shorten(const struct sv_conn *c, struct sv_txframe *f)
+{
+	if (f->done || !c->shm_on || (f->hdr.flags & SV_WF_SHORT) || !sv_wire_can_short(&f->hdr))
+		return;
+	f->hdr.flags |= SV_WF_SHORT;
+	f->total -= sizeof(f->hdr) - SV_WIRE_SHORT_LEN;
+}
+
 /* Write as much of `f` as the channel takes.  Returns true when complete. */
 static bool frame_write(struct sv_conn *c, struct sv_txframe *f)
 {
 	struct iovec iov[SV_PLACE_MAX_SEG + 1];
+	size_t hlen;
 
+	frame_shorten(c, f);
+	hlen = sv_wire_hdr_len(&f->hdr);
 	while (f->done < f->total) {
 		size_t skip = f->done;
 		int n = 0;
 		ssize_t r;
 
-		if (skip < sizeof(f->hdr)) {
+		if (skip < hlen) {
 			iov[n].iov_base = (uint8_t *)&f->hdr + skip;
-			iov[n].iov_len = sizeof(f->hdr) - skip;
+			iov[n].iov_len = hlen - skip;
 			n++;
 			skip = 0;
 		} else {
-			skip -= sizeof(f->hdr);
+			skip -= hlen;
 		}
 		for (int i = 0; i < f->nseg; i++) {
 			if (skip >= f->seg[i].iov_len) {

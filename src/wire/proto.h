@@ -49,6 +49,8 @@ enum {
 				     * direction's requests (a piggybacked ACK) */
 	SV_WF_TURN      = 1 << 5,   /* HELLO: the sender's end of this channel also
 				     * takes requests and answers them on it */
+	SV_WF_SHORT     = 1 << 6,   /* va, data0 and data1 are 0 and not sent: the
+				     * header is SV_WIRE_SHORT_LEN bytes (rings only) */
 };
 
 /* Scatter/gather entries per request: the device's max_sge, and the most
@@ -94,6 +96,23 @@ struct sv_wire_hdr {
 	uint64_t data1;     /* atomic: compare; HELLO: host identity */
 };
 static_assert(sizeof(struct sv_wire_hdr) == 64, "wire header is 64 bytes");
+
+/* A short header (SV_WF_SHORT) ends before `va`: with 8 bytes of payload and
+ * a ring record's word it fits one cache line (transport/shm/ring.h). */
+#define SV_WIRE_SHORT_LEN 40u
+static_assert(offsetof(struct sv_wire_hdr, va) == SV_WIRE_SHORT_LEN, "short header ends at va");
+
+/* Bytes of the header on the wire, once its first 8 (up to flags) are in. */
+static inline size_t sv_wire_hdr_len(const struct sv_wire_hdr *h)
+{
+	return (h->flags & SV_WF_SHORT) ? SV_WIRE_SHORT_LEN : sizeof(*h);
+}
+
+/* Send the header short (its tail is zero)?  Either byte order. */
+static inline bool sv_wire_can_short(const struct sv_wire_hdr *h)
+{
+	return !h->va && !h->data0 && !h->data1;
+}
 
 /* Frame kinds, for the opcode table */
 enum {
