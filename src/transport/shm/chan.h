@@ -1,4 +1,4 @@
-/* A same-host channel's shared memory: two byte rings in one memfd. */
+/* A same-host channel's shared memory: two rings of records in one memfd. */
 #ifndef SV_SHM_CHAN_H
 #define SV_SHM_CHAN_H
 
