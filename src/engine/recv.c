@@ -153,7 +153,7 @@ static bool rbuf_fill(struct sv_conn *c, size_t want)
  * zero tail was not sent): read that much first, then the flags tell. */
 static size_t rx_hdr_want(const struct sv_conn *c)
 {
-	return c->rx_got < 8 ? sizeof(c->rx_hdr) : sv_wire_hdr_len(&c->rx_hdr);
+	return c->rx_got < SV_WIRE_SHORT_LEN ? SV_WIRE_SHORT_LEN : sv_wire_hdr_len(&c->rx_hdr);
 }
 
 static bool rx_header(struct sv_conn *c)
@@ -161,7 +161,7 @@ static bool rx_header(struct sv_conn *c)
 	size_t want;
 
 	while (c->rx_got < (want = rx_hdr_want(c))) {
-		size_t k = (c->rx_got < SV_WIRE_SHORT_LEN ? SV_WIRE_SHORT_LEN : want) - c->rx_got;
+		size_t k = want - c->rx_got;
 
 		if (!rbuf_avail(c) && !rbuf_fill(c, k))
 			return false;

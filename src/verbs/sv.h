@@ -139,7 +139,6 @@ struct sv_rwqe {
 	struct sv_sge sge[];
 };
 
-/* A ring of receive WQEs with a fixed stride. */
 /*
  * Rings (receive and send queues, CQs) are indexed by free-running 32-bit
  * counters, so they have a power-of-two number of slots: a counter that
@@ -155,6 +154,7 @@ static inline uint32_t sv_ring_slots(uint32_t n)
 	return s;
 }
 
+/* A ring of receive WQEs with a fixed stride. */
 struct sv_rq {
 	uint8_t *buf;
 	uint32_t max_wr, max_sge, stride;

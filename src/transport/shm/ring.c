@@ -94,14 +94,14 @@ static void ring_copy(struct sv_ring *r, uint32_t size, uint64_t pos, uint8_t *b
  * consumer's lap. */
 static void clear_ahead(struct sv_ring *r, uint32_t size, uint64_t next, uint64_t head)
 {
-	uint64_t from = __atomic_load_n(&r->cleared, __ATOMIC_RELAXED), to;
+	uint64_t to;
 
-	if (next < from)
+	if (next < __atomic_load_n(&r->cleared, __ATOMIC_RELAXED))
 		return;
-	from = next;             /* the lines before it hold the record just written */
+	/* from `next`: the lines before it hold the record just written */
 	to = next + SV_RING_CLEAR < head + size ? next + SV_RING_CLEAR : head + size;
-	for (; from < to; from += SV_RING_LINE)
-		__atomic_store_n(word_at(r, size, from), 0, __ATOMIC_RELAXED);
+	for (uint64_t pos = next; pos < to; pos += SV_RING_LINE)
+		__atomic_store_n(word_at(r, size, pos), 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->cleared, to, __ATOMIC_RELAXED);
 }
 
@@ -122,8 +122,9 @@ size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, 
 	}
 	if (room < SV_RING_LINE)
 		return 0;
-	if (want > (room & ~LINE_MASK) - 8)
-		want = (room & ~LINE_MASK) - 8;
+	room = (room & ~LINE_MASK) - 8;          /* the most one record takes */
+	if (want > room)
+		want = room;
 	for (int i = 0; i < n && done < want; i++) {
 		size_t k = iov[i].iov_len < want - done ? iov[i].iov_len : want - done;
 
