@@ -200,8 +200,6 @@ void sv_conn_reap(struct sv_node *node)
 
 /* ---- doorbells: one byte on the socket wakes the peer's progress thread ---- */
 
-#define SV_PEER_POLL_NS 20000     /* a peer that polled this recently needs no doorbell */
-
 static bool peer_polling(struct sv_conn *c);
 
 /* Wake the peer if it asked (flag) and is not polling: a polling peer finds
@@ -248,7 +246,7 @@ static bool peer_polling(struct sv_conn *c)
 	if (++c->peer_poll_same < SV_PEER_POLL_CHECK)
 		return true;
 	c->peer_poll_same = 0;
-	return sv_now_ns() - last < SV_PEER_POLL_NS;
+	return sv_now_ns() - last < SV_POLLER_ACTIVE_NS;
 }
 
 static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
