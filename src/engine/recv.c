@@ -351,26 +351,40 @@ void sv_rx_process(struct sv_conn *c)
 	}
 }
 
+/* Read and check the next frame's header. */
+static bool rx_next_header(struct sv_conn *c)
+{
+	const struct sv_opinfo *oi;
+
+	if (!rx_header(c))
+		return false;
+	if (!sv_wire_decode(&c->rx_hdr) ||
+	    !(oi = sv_op_info(c->rx_hdr.opcode)) || !frame_allowed(c, oi)) {
+		sv_engine_protocol_error(c, "malformed frame");
+		return false;
+	}
+	sv_trace("qp %u rx %s psn %u len %u", c->qp->ibqp.qp_base.qp_num, oi->name,
+		 c->rx_hdr.psn, c->rx_hdr.len);
+	return true;
+}
+
 static void rx_frames(struct sv_conn *c)
 {
 	while (!c->dead && !c->paused) {
 		if (c->rx_state == SV_RX_HDR) {
-			const struct sv_opinfo *oi;
-
 			if (!resp_room(c)) {
 				sv_conn_pause(c, true);
 				return;
 			}
-			if (!rx_header(c))
+			if (c->rx_held)
+				c->rx_held = false;      /* its header is here: begin again */
+			else if (!rx_next_header(c))
 				return;
-			if (!sv_wire_decode(&c->rx_hdr) ||
-			    !(oi = sv_op_info(c->rx_hdr.opcode)) || !frame_allowed(c, oi)) {
-				sv_engine_protocol_error(c, "malformed frame");
+			rx_begin(c);
+			if (c->rx_held) {                /* waits for a receive (resp.c) */
+				sv_conn_pause(c, true);
 				return;
 			}
-			sv_trace("qp %u rx %s psn %u len %u", c->qp->ibqp.qp_base.qp_num,
-				 oi->name, c->rx_hdr.psn, c->rx_hdr.len);
-			rx_begin(c);
 			if (c->dead)
 				return;
 			c->rx_state = SV_RX_PAYLOAD;

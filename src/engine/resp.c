@@ -13,6 +13,7 @@
 #include "transport/shm/cma.h"
 #include "transport/node.h"
 #include "util/log.h"
+#include "util/time.h"
 #include "util/tsan.h"
 
 static bool is_rc(struct sv_qp *qp) { return qp->ibqp.qp_base.qp_type == IBV_QPT_RC; }
@@ -232,6 +233,74 @@ static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr
 	return false;
 }
 
+/*
+ * A SEND that finds no receive on a ring channel waits for one, up to the
+ * QP's RNR timer, before it is NAKed.  Kept in the ring it costs nothing,
+ * while an RNR NAK costs the requester a whole timer (perftest: 0.64 ms).
+ * On two busy cores that NAK came in most ib_send_bw runs: the progress
+ * thread took the first SENDs while the application, which would post the
+ * receives again, waited for a core.  The requester sees what a NIC whose
+ * receiver posted just in time would show; a receiver that does not post
+ * within the timer is NAKed as before (each RNR retry then takes two
+ * timers).  Not on sockets: a turned TCP channel carries our responses
+ * too, which must not wait.  Not with an SRQ, whose posts are not the QP's.
+ */
+static bool rnr_hold(struct sv_qp *qp, struct sv_conn *c)
+{
+	if (!c->shm_on || !is_rc(qp) || qp->srq || qp->rnr_hold_over)
+		return false;
+	c->rx_held = true;
+	if (!qp->rnr_hold_deadline) {
+		qp->rnr_hold_deadline = sv_now_ns() + sv_rnr_timer_ns(qp->attr.min_rnr_timer);
+		sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
+	}
+	return true;
+}
+
+/* Go on with the held SEND, and the frames after it, now: they may all be
+ * staged already, and a ring with nothing more in it is not looked at. */
+static void rnr_unhold(struct sv_qp *qp, struct sv_conn *c)
+{
+	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
+
+	sv_engine_enter(node);           /* processing may close the channel */
+	sv_conn_pause(c, false);
+	sv_rx_process(c);
+	if (!c->dead)
+		sv_xmit_flush(c);
+	if (c->dead)
+		sv_conn_lost(c);
+	sv_engine_leave(node);
+}
+
+static struct sv_conn *held_conn(struct sv_qp *qp)
+{
+	struct sv_conn *c = qp->in;
+
+	return c && c->rx_held && !c->closed && !c->dead ? c : NULL;
+}
+
+/* A receive was posted: the held SEND, if any, takes it. */
+void sv_resp_rnr_resume(struct sv_qp *qp)
+{
+	struct sv_conn *c = held_conn(qp);
+
+	if (c)
+		rnr_unhold(qp, c);
+}
+
+/* The RNR timer passed with the SEND still held: it gets its NAK now. */
+void sv_resp_rnr_hold_expired(struct sv_qp *qp)
+{
+	struct sv_conn *c = held_conn(qp);
+
+	qp->rnr_hold_deadline = 0;
+	if (!c)
+		return;
+	qp->rnr_hold_over = true;
+	rnr_unhold(qp, c);
+}
+
 void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 {
 	const struct sv_wire_hdr *h = &c->rx_hdr;
@@ -264,6 +333,9 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 		return;
 	}
 	if ((oi->flags & SV_OPF_RECV) && !take_rwqe(qp)) {
+		if (rnr_hold(qp, c))
+			return;
+		qp->rnr_hold_over = false;
 		qp->rctx.drop = true;
 		qp->rctx.ack = false;
 		if (is_rc(qp)) {
@@ -273,6 +345,8 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 		}
 		return;
 	}
+	qp->rnr_hold_over = false;
+	qp->rnr_hold_deadline = 0;
 	switch (h->opcode) {
 	case SV_OP_SEND:
 	case SV_OP_SEND_IMM:

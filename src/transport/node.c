@@ -212,10 +212,10 @@ static void run_cmds(struct sv_node *node)
 static uint64_t qp_next_deadline(const struct sv_qp *qp)
 {
 	uint64_t d = 0;
-	const uint64_t c[5] = { qp->ack_deadline, qp->rnr_deadline, qp->link_deadline,
-				qp->gone_deadline, qp->ack_held_deadline };
+	const uint64_t c[] = { qp->ack_deadline, qp->rnr_deadline, qp->link_deadline,
+			       qp->gone_deadline, qp->ack_held_deadline, qp->rnr_hold_deadline };
 
-	for (int i = 0; i < 5; i++)
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		if (c[i] && (!d || c[i] < d))
 			d = c[i];
 	return d;

@@ -101,6 +101,7 @@ struct sv_conn {
 
 	/* receive machine */
 	enum sv_rx_state rx_state;
+	bool rx_held;                /* rx_hdr's request waits for a receive (resp.c) */
 	struct sv_wire_hdr rx_hdr;
 	size_t rx_got;
 	size_t rx_remain;            /* payload bytes still to place */

@@ -171,6 +171,8 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	ret = sv_rq_post(&qp->rq, wr, bad_wr);
 	if (qp->attr.qp_state == IBV_QPS_ERR)
 		sv_qp_flush(qp);
+	else
+		sv_resp_rnr_resume(qp);
 	pthread_mutex_unlock(&qp->lock);
 	return ret;
 }
