@@ -379,7 +379,7 @@ void sv_engine_on_timer(struct sv_qp *qp, uint64_t now)
 	if (qp->ack_held_deadline && now >= qp->ack_held_deadline)
 		held_ack_timer(qp);
 	if (qp->rnr_hold_deadline && now >= qp->rnr_hold_deadline)
-		sv_resp_rnr_hold_expired(qp);
+		sv_resp_rnr_hold_timer(qp, now);
 	if (qp->ack_deadline && now >= qp->ack_deadline && qp->attr.qp_state != IBV_QPS_ERR) {
 		/* The ACK may be waiting, unread, for a poller that spun on
 		 * the channel and went away: a NIC would have taken it. */

@@ -93,7 +93,7 @@ static inline bool sv_psn_le(uint32_t a, uint32_t b)
 void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c);  /* header in c->rx_hdr */
 void sv_resp_end(struct sv_qp *qp, struct sv_conn *c);    /* payload placed */
 void sv_resp_rnr_resume(struct sv_qp *qp);                 /* a receive was posted */
-void sv_resp_rnr_hold_expired(struct sv_qp *qp);
+void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now);
 void sv_resp_batch_end(struct sv_qp *qp, struct sv_conn *c);  /* flush, then complete */
 void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *payload,
 		const struct sockaddr_in *from);

@@ -376,15 +376,13 @@ static void rx_frames(struct sv_conn *c)
 				sv_conn_pause(c, true);
 				return;
 			}
-			if (c->rx_held)
-				c->rx_held = false;      /* its header is here: begin again */
+			if (c->rx_hdr_ready)             /* a held SEND: begin again */
+				__atomic_store_n(&c->rx_hdr_ready, false, __ATOMIC_RELAXED);
 			else if (!rx_next_header(c))
 				return;
 			rx_begin(c);
-			if (c->rx_held) {                /* waits for a receive (resp.c) */
-				sv_conn_pause(c, true);
+			if (c->rx_hdr_ready)             /* held again (resp.c) */
 				return;
-			}
 			if (c->dead)
 				return;
 			c->rx_state = SV_RX_PAYLOAD;

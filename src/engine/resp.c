@@ -244,61 +244,62 @@ static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr
  * within the timer is NAKed as before (each RNR retry then takes two
  * timers).  Not on sockets: a turned TCP channel carries our responses
  * too, which must not wait.  Not with an SRQ, whose posts are not the QP's.
+ *
+ * No system call on the way: the channel reports no input while the SEND
+ * waits (rx_held), a post clears that and the next poll takes it; a
+ * receiver that does not poll has it taken by the timer.  The timer is
+ * armed once per T, not per hold: a receiver that keeps its queue empty
+ * (one receive posted per completion, a backlog in the ring) holds once
+ * per message.
  */
 static bool rnr_hold(struct sv_qp *qp, struct sv_conn *c)
 {
+	uint64_t t = sv_rnr_timer_ns(qp->attr.min_rnr_timer);
+
 	if (!c->shm_on || !is_rc(qp) || qp->srq || qp->rnr_hold_over)
 		return false;
-	c->rx_held = true;
+	if (!c->rx_held) {
+		qp->rnr_hold_since = sv_now_ns();
+		__atomic_store_n(&c->rx_held, true, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&c->rx_hdr_ready, true, __ATOMIC_RELAXED);
 	if (!qp->rnr_hold_deadline) {
-		qp->rnr_hold_deadline = sv_now_ns() + sv_rnr_timer_ns(qp->attr.min_rnr_timer);
+		qp->rnr_hold_deadline = qp->rnr_hold_since + t;
 		sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
 	}
 	return true;
 }
 
-/* Go on with the held SEND, and the frames after it, now: they may all be
- * staged already, and a ring with nothing more in it is not looked at. */
-static void rnr_unhold(struct sv_qp *qp, struct sv_conn *c)
+/* A receive was posted: the held SEND, if any, is input again. */
+void sv_resp_rnr_resume(struct sv_qp *qp)
 {
-	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
+	if (qp->in && qp->in->rx_held)
+		__atomic_store_n(&qp->in->rx_held, false, __ATOMIC_RELAXED);
+}
 
-	sv_engine_enter(node);           /* processing may close the channel */
-	sv_conn_pause(c, false);
+/* Progress thread, QP lock held.  A SEND held for the whole RNR timer gets
+ * its NAK; one posted for but not taken yet (no poller) is taken now. */
+void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now)
+{
+	struct sv_conn *c = qp->in;
+	uint64_t t = sv_rnr_timer_ns(qp->attr.min_rnr_timer);
+
+	qp->rnr_hold_deadline = 0;
+	if (!c || !c->rx_hdr_ready || c->closed || c->dead)
+		return;
+	if (c->rx_held) {
+		if (now - qp->rnr_hold_since < t) {     /* a later hold: its own time */
+			qp->rnr_hold_deadline = qp->rnr_hold_since + t;
+			return;
+		}
+		qp->rnr_hold_over = true;
+		__atomic_store_n(&c->rx_held, false, __ATOMIC_RELAXED);
+	}
 	sv_rx_process(c);
 	if (!c->dead)
 		sv_xmit_flush(c);
 	if (c->dead)
 		sv_conn_lost(c);
-	sv_engine_leave(node);
-}
-
-static struct sv_conn *held_conn(struct sv_qp *qp)
-{
-	struct sv_conn *c = qp->in;
-
-	return c && c->rx_held && !c->closed && !c->dead ? c : NULL;
-}
-
-/* A receive was posted: the held SEND, if any, takes it. */
-void sv_resp_rnr_resume(struct sv_qp *qp)
-{
-	struct sv_conn *c = held_conn(qp);
-
-	if (c)
-		rnr_unhold(qp, c);
-}
-
-/* The RNR timer passed with the SEND still held: it gets its NAK now. */
-void sv_resp_rnr_hold_expired(struct sv_qp *qp)
-{
-	struct sv_conn *c = held_conn(qp);
-
-	qp->rnr_hold_deadline = 0;
-	if (!c)
-		return;
-	qp->rnr_hold_over = true;
-	rnr_unhold(qp, c);
 }
 
 void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
@@ -346,7 +347,6 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 		return;
 	}
 	qp->rnr_hold_over = false;
-	qp->rnr_hold_deadline = 0;
 	switch (h->opcode) {
 	case SV_OP_SEND:
 	case SV_OP_SEND_IMM:

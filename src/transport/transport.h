@@ -101,7 +101,8 @@ struct sv_conn {
 
 	/* receive machine */
 	enum sv_rx_state rx_state;
-	bool rx_held;                /* rx_hdr's request waits for a receive (resp.c) */
+	bool rx_hdr_ready;           /* rx_hdr is decoded, not begun: a held SEND */
+	bool rx_held;                /* it waits for a receive: no input until one is posted */
 	struct sv_wire_hdr rx_hdr;
 	size_t rx_got;
 	size_t rx_remain;            /* payload bytes still to place */

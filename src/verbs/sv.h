@@ -269,8 +269,9 @@ struct sv_qp {
 	struct sv_conn *in;          /* requests in, responses out */
 	uint32_t epsn;               /* expected PSN */
 	bool nak_sent;               /* drop requests until epsn arrives again */
-	uint64_t rnr_hold_deadline;  /* ns; a SEND held for a receive is NAKed then (resp.c) */
-	bool rnr_hold_over;          /* that time passed: the held SEND gets its RNR NAK */
+	uint64_t rnr_hold_since;     /* ns; a SEND waits for a receive since (resp.c) */
+	uint64_t rnr_hold_deadline;  /* ns; look at the held SEND then */
+	bool rnr_hold_over;          /* it waited the RNR timer: it gets its RNR NAK */
 	bool comm_est_sent;
 
 	/* responder: the request being received (on `in`, or on `out` if

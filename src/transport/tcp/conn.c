@@ -324,7 +324,9 @@ bool sv_conn_shm_has_input(const struct sv_conn *c)
 	uint32_t w;
 
 	return (!__atomic_load_n(&c->paused, __ATOMIC_RELAXED) &&
-		sv_ring_has_input(c->shm.rx, c->shm.size)) ||
+		!__atomic_load_n(&c->rx_held, __ATOMIC_RELAXED) &&
+		(__atomic_load_n(&c->rx_hdr_ready, __ATOMIC_RELAXED) ||
+		 sv_ring_has_input(c->shm.rx, c->shm.size))) ||
 	       (c->outbound && shm_ack_moved(c, &w));
 }
 
