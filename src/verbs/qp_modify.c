@@ -5,12 +5,10 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/engine.h"
 #include "transport/node.h"
 #include "util/log.h"
-#include "util/time.h"
 #include "verbs/sv.h"
 
 enum { T_RC, T_UC, T_UD, T_NTYPES };
@@ -230,43 +228,6 @@ static void apply_transition(struct sv_qp *qp, enum ibv_qp_state cur, enum ibv_q
 	}
 }
 
-/*
- * RTS waits, a bounded time, for the outbound channel that RTR began to set
- * up: on a NIC the first post goes out at once.  The handshake needs the
- * progress threads of both processes; once the application spins on a CQ
- * (perftest's server does as soon as its own setup is done) they wait for
- * a core: the first 64 SENDs of a stream completed 1-4 ms after the first
- * post, 30-60 us with this wait (two processes, 8 bytes).  Not on the
- * progress thread, which sets the link up itself.  A peer that is slow or
- * unreachable costs at most SV_RTS_LINK_WAIT_NS: the posts then wait for
- * the link as before.
- */
-#define SV_RTS_LINK_WAIT_NS (50ull * 1000 * 1000)
-#define SV_RTS_LINK_NAP_NS  20000
-
-static bool link_setting_up(struct sv_qp *qp)
-{
-	bool r;
-
-	pthread_mutex_lock(&qp->lock);
-	r = qp->attr.qp_state == IBV_QPS_RTS &&
-	    (qp->link == SV_LINK_CONNECTING || qp->link == SV_LINK_HELLO);
-	pthread_mutex_unlock(&qp->lock);
-	return r;
-}
-
-static void wait_link(struct sv_qp *qp)
-{
-	const struct timespec nap = { .tv_nsec = SV_RTS_LINK_NAP_NS };
-	uint64_t end = sv_now_ns() + SV_RTS_LINK_WAIT_NS;
-
-	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD ||
-	    sv_node_on_progress_thread(to_sctx(qp->ibqp.qp_base.context)->node))
-		return;
-	while (link_setting_up(qp) && sv_now_ns() < end)
-		nanosleep(&nap, NULL);
-}
-
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct sv_qp *qp = to_sqp(ibqp);
@@ -302,10 +263,6 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	apply_transition(qp, cur, next);
 	sv_engine_leave(to_sctx(ibqp->context)->node);
 	sv_info("qp %u: %d -> %d", ibqp->qp_num, cur, next);
-	pthread_mutex_unlock(&qp->lock);
-	if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS)
-		wait_link(qp);
-	return 0;
 out:
 	pthread_mutex_unlock(&qp->lock);
 	return ret;
