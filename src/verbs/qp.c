@@ -72,8 +72,7 @@ void sv_qp_to_error(struct sv_qp *qp)
 	qp->attr.qp_state = qp->attr.cur_qp_state = IBV_QPS_ERR;
 	qp->ibqp.qp_base.state = IBV_QPS_ERR;
 	sv_engine_qp_teardown(qp);
-	qp->ack_deadline = qp->rnr_deadline = qp->link_deadline = qp->gone_deadline = 0;
-	qp->rnr_hold_deadline = 0;
+	sv_qp_timers_stop(qp);
 	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
 	sv_qp_flush(qp);
 	if (!was_err && qp->srq)
@@ -274,8 +273,7 @@ static void qp_unlink(void *arg)
 	sv_mcast_detach_all(qp);
 	pthread_mutex_lock(&qp->lock);
 	sv_engine_qp_teardown(qp);
-	qp->ack_deadline = qp->rnr_deadline = qp->link_deadline = qp->gone_deadline = 0;
-	qp->rnr_hold_deadline = 0;
+	sv_qp_timers_stop(qp);
 	sv_node_timer_forget(node, qp);
 	pthread_mutex_unlock(&qp->lock);
 }

@@ -181,8 +181,7 @@ static void qp_reset(struct sv_qp *qp)
 	qp->sq.head = qp->sq.next = qp->sq.tail = 0;
 	qp->rq.head = qp->rq.tail = 0;
 	qp->rd_outstanding = qp->retries = qp->rnr_retries = 0;
-	qp->ack_deadline = qp->rnr_deadline = qp->link_deadline = qp->gone_deadline = 0;
-	qp->rnr_hold_deadline = 0;
+	sv_qp_timers_stop(qp);
 	qp->rnr_wait = qp->nak_sent = qp->comm_est_sent = false;
 	qp->link = SV_LINK_IDLE;
 	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);

@@ -328,6 +328,14 @@ static inline struct sv_cq *to_scq_ex(struct ibv_cq_ex *c) { return (struct sv_c
 static inline struct sv_qp *to_sqp(struct ibv_qp *q) { return (struct sv_qp *)q; }
 static inline struct sv_qp *to_sqp_ex(struct ibv_qp_ex *q) { return (struct sv_qp *)q; }
 static inline struct sv_srq *to_ssrq(struct ibv_srq *s) { return (struct sv_srq *)s; }
+
+/* The QP leaves the wire (ERR, RESET, destroy): its requester's and
+ * responder's timers stop.  (The held-ACK backstop is left to itself.) */
+static inline void sv_qp_timers_stop(struct sv_qp *qp)
+{
+	qp->ack_deadline = qp->rnr_deadline = qp->link_deadline = qp->gone_deadline = 0;
+	qp->rnr_hold_deadline = 0;
+}
 static inline struct sv_ah *to_sah(struct ibv_ah *a) { return (struct sv_ah *)a; }
 static inline struct sv_comp_channel *to_sch(struct ibv_comp_channel *c)
 {
