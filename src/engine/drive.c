@@ -238,13 +238,8 @@ static void drive_one(struct sv_conn *c)
 
 	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) || !qp || pthread_mutex_trylock(&qp->lock))
 		return;
-	if (!c->closed && c->connected) {
-		sv_rx_process(c);
-		if (c->shm_on && !c->dead)
-			sv_xmit_flush(c);
-		if (c->dead)
-			sv_conn_lost(c);
-	}
+	if (!c->closed && c->connected)
+		sv_rx_serve(c);
 	pthread_mutex_unlock(&qp->lock);
 }
 

@@ -114,6 +114,9 @@ void sv_comp_link_lost(struct sv_qp *qp);
 
 /* recv.c: the receive machine, shared with drive.c */
 void sv_rx_process(struct sv_conn *c);
+/* QP lock held: process the channel's input, write what a ring channel
+ * has to write, and drop the channel if it died. */
+void sv_rx_serve(struct sv_conn *c);
 void sv_conn_lost(struct sv_conn *c);
 void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf);
 void sv_engine_protocol_error(struct sv_conn *c, const char *why);

@@ -368,6 +368,15 @@ static bool rx_next_header(struct sv_conn *c)
 	return true;
 }
 
+void sv_rx_serve(struct sv_conn *c)
+{
+	sv_rx_process(c);
+	if (c->shm_on && !c->dead)
+		sv_xmit_flush(c);
+	if (c->dead)
+		sv_conn_lost(c);
+}
+
 static void rx_frames(struct sv_conn *c)
 {
 	while (!c->dead && !c->paused) {

@@ -255,8 +255,6 @@ static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr
  */
 static bool rnr_hold(struct sv_qp *qp, struct sv_conn *c)
 {
-	uint64_t t = sv_rnr_timer_ns(qp->attr.min_rnr_timer);
-
 	if (!c->shm_on || !is_rc(qp) || qp->srq || qp->rnr_hold_over)
 		return false;
 	if (!c->rx_held) {
@@ -265,7 +263,8 @@ static bool rnr_hold(struct sv_qp *qp, struct sv_conn *c)
 	}
 	__atomic_store_n(&c->rx_hdr_ready, true, __ATOMIC_RELAXED);
 	if (!qp->rnr_hold_deadline) {
-		qp->rnr_hold_deadline = qp->rnr_hold_since + t;
+		qp->rnr_hold_deadline = qp->rnr_hold_since +
+					 sv_rnr_timer_ns(qp->attr.min_rnr_timer);
 		sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
 	}
 	return true;
@@ -296,11 +295,7 @@ void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now)
 		qp->rnr_hold_over = true;
 		__atomic_store_n(&c->rx_held, false, __ATOMIC_RELAXED);
 	}
-	sv_rx_process(c);
-	if (!c->dead)
-		sv_xmit_flush(c);
-	if (c->dead)
-		sv_conn_lost(c);
+	sv_rx_serve(c);      /* a held SEND is on a ring channel */
 }
 
 void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
