@@ -240,7 +240,7 @@ static void drive_one(struct sv_conn *c)
 		return;
 	if (!c->closed && c->connected)
 		sv_rx_serve(c);
-	pthread_mutex_unlock(&qp->lock);
+	sv_qp_unlock(qp);
 }
 
 
@@ -346,7 +346,7 @@ static void serve_held(struct sv_cq *cq, struct sv_conn **held, int k)
 			if (c->dead)
 				sv_conn_lost(c);
 		}
-		pthread_mutex_unlock(&qp->lock);
+		sv_qp_unlock(qp);
 	}
 }
 

@@ -28,6 +28,19 @@ void sv_engine_on_dgram(struct sv_handler *h, uint32_t events);
 void sv_engine_on_conn(struct sv_handler *h, uint32_t events);
 void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
 
+/* An application thread releases a QP's lock.  The progress thread does
+ * not wait for that lock: it leaves the channel's events to the holder
+ * (recv.c), who serves them here. */
+void sv_engine_serve_deferred(struct sv_qp *qp);
+static inline void sv_qp_unlock(struct sv_qp *qp)
+{
+	pthread_mutex_unlock(&qp->lock);
+	/* after the unlock's locked instruction: either recv.c's
+	 * lock_or_defer finds the lock free, or we see its flag */
+	if (__atomic_load_n(&qp->deferred, __ATOMIC_SEQ_CST))
+		sv_engine_serve_deferred(qp);
+}
+
 /* Application-driven progress: poll_cq on an empty CQ processes whatever
  * its channels have ready, so a polling application never waits for the
  * progress thread to be scheduled. */

@@ -96,6 +96,7 @@ struct sv_conn {
 	 * may load together. */
 	pthread_mutex_t watch_lock;  /* orders changes of the progress thread's events */
 	uint8_t spin_off;            /* input left to pollers spinning on its CQs (count) */
+	uint32_t deferred;           /* events left to the QP lock's holder (engine/recv.c) */
 	bool rx_completes;           /* inbound: its last request completed a receive */
 	uint32_t tx_since_rx;        /* outbound: requests written since the last response */
 
@@ -152,6 +153,12 @@ void sv_conn_pause(struct sv_conn *c, bool paused);
 /* A poller spinning on one of the channel's CQs takes its input (TCP
  * channels), or gives it back: calls pair up. */
 void sv_conn_spin_off(struct sv_conn *c, bool off);
+/* Leave events to the application thread holding the QP lock (no events
+ * for the progress thread meanwhile); it takes them, serves them, and
+ * gives the channel back (sv_conn_rewatch). */
+void sv_conn_defer(struct sv_conn *c, uint32_t events);
+bool sv_conn_take_deferred(struct sv_conn *c, uint32_t *events);
+void sv_conn_rewatch(struct sv_conn *c);
 ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n);
 ssize_t sv_conn_read(struct sv_conn *c, void *buf, size_t len);
 ssize_t sv_conn_readv(struct sv_conn *c, const struct iovec *iov, int n);

@@ -88,7 +88,7 @@ int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid
 		ret = ENOMEM;
 	}
 out:
-	pthread_mutex_unlock(&qp->lock);
+	sv_qp_unlock(qp);
 	return ret;
 }
 
@@ -118,7 +118,7 @@ static void detach_on_progress(void *arg)
 	if (a)
 		drop(to_sctx(qp->ibqp.qp_base.context)->node, a);
 	r->ret = a ? 0 : EINVAL;
-	pthread_mutex_unlock(&qp->lock);
+	sv_qp_unlock(qp);
 }
 
 int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
@@ -139,5 +139,5 @@ void sv_mcast_detach_all(struct sv_qp *qp)
 	pthread_mutex_lock(&qp->lock);
 	sv_list_for_each_safe(pos, tmp, &qp->mcast)
 		drop(node, sv_container_of(pos, struct sv_mcast_att, link));
-	pthread_mutex_unlock(&qp->lock);
+	sv_qp_unlock(qp);
 }

@@ -152,7 +152,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 	}
 	sv_sq_doorbell(qp);
 out:
-	pthread_mutex_unlock(&qp->lock);
+	sv_qp_unlock(qp);
 	return ret;
 }
 
@@ -165,7 +165,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	/* ibv_post_recv(3): a QP attached to an SRQ takes its receives there. */
 	if (qp->srq || qp->attr.qp_state == IBV_QPS_RESET) {
 		*bad_wr = wr;
-		pthread_mutex_unlock(&qp->lock);
+		sv_qp_unlock(qp);
 		return EINVAL;
 	}
 	ret = sv_rq_post(&qp->rq, wr, bad_wr);
@@ -173,6 +173,6 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 		sv_qp_flush(qp);
 	else
 		sv_resp_rnr_resume(qp);
-	pthread_mutex_unlock(&qp->lock);
+	sv_qp_unlock(qp);
 	return ret;
 }

@@ -243,7 +243,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 	*attr = qp->attr;
 	attr->cap = qp->cap;
 	attr->sq_draining = 0;
-	pthread_mutex_unlock(&qp->lock);
+	sv_qp_unlock(qp);
 	memset(init, 0, sizeof(*init));
 	init->qp_context = ibqp->qp_context;
 	init->send_cq = ibqp->send_cq;

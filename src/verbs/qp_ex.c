@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "engine/engine.h"
 #include "verbs/sv.h"
 
 static struct sv_qp *xqp(struct ibv_qp_ex *q) { return to_sqp_ex(q); }
@@ -197,7 +198,7 @@ static int x_complete(struct ibv_qp_ex *q)
 		rollback(qp);       /* ibv_wr_complete(3): on error nothing is posted */
 	else
 		sv_sq_doorbell(qp);
-	pthread_mutex_unlock(&qp->lock);
+	sv_qp_unlock(qp);
 	return ret;
 }
 
@@ -206,7 +207,7 @@ static void x_abort(struct ibv_qp_ex *q)
 	struct sv_qp *qp = xqp(q);
 
 	rollback(qp);
-	pthread_mutex_unlock(&qp->lock);
+	sv_qp_unlock(qp);
 }
 
 void sv_qp_init_ex_ops(struct sv_qp *qp)

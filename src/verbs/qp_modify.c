@@ -263,6 +263,6 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	sv_engine_leave(to_sctx(ibqp->context)->node);
 	sv_info("qp %u: %d -> %d", ibqp->qp_num, cur, next);
 out:
-	pthread_mutex_unlock(&qp->lock);
+	sv_qp_unlock(qp);
 	return ret;
 }

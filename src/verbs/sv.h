@@ -231,7 +231,8 @@ enum sv_link_state {
 
 struct sv_qp {
 	struct ibv_qp_ex ibqp;       /* prefix: struct ibv_qp */
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;        /* released by application threads with sv_qp_unlock */
+	bool deferred;               /* a channel's events wait for the lock's holder */
 	struct sv_list node_link;    /* node's list of QPs */
 	struct ibv_qp_cap cap;
 	struct ibv_qp_attr attr;     /* current attributes (as ibv_query_qp reports) */

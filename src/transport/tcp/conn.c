@@ -71,8 +71,12 @@ void sv_conn_free_unstarted(struct sv_conn *c)
 	free(c);
 }
 
+#define SV_CONN_DEFERRED (1u << 31)     /* a deferral, even of no events */
+
 static uint32_t conn_events(struct sv_conn *c)
 {
+	if (__atomic_load_n(&c->deferred, __ATOMIC_RELAXED))
+		return 0;
 	/* A ring channel always listens for doorbells; it never waits for
 	 * socket room (ring room is signalled by a doorbell too). */
 	if (c->shm_on)
@@ -87,7 +91,7 @@ static uint32_t conn_events(struct sv_conn *c)
 /* The one place a started channel's events change.  Its owner (under
  * qp->lock) and a spinning poller (under the CQ's drive_lock) both change
  * them: under watch_lock the last writer sees every flag as it is now. */
-static void conn_rewatch(struct sv_conn *c)
+void sv_conn_rewatch(struct sv_conn *c)
 {
 	pthread_mutex_lock(&c->watch_lock);
 	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE))
@@ -100,7 +104,7 @@ void sv_conn_want_out(struct sv_conn *c, bool on)
 	if (c->want_out == on || c->closed)
 		return;
 	__atomic_store_n(&c->want_out, on, __ATOMIC_RELAXED);  /* pollers read it */
-	conn_rewatch(c);
+	sv_conn_rewatch(c);
 }
 
 void sv_conn_pause(struct sv_conn *c, bool paused)
@@ -108,10 +112,24 @@ void sv_conn_pause(struct sv_conn *c, bool paused)
 	if (c->paused == paused || c->closed)
 		return;
 	__atomic_store_n(&c->paused, paused, __ATOMIC_RELAXED);
-	conn_rewatch(c);
+	sv_conn_rewatch(c);
 	/* a resumed ring may hold frames no doorbell announces any more */
 	if (!paused && c->shm_on && !sv_node_on_progress_thread(c->node))
 		sv_node_kick(c->node);
+}
+
+void sv_conn_defer(struct sv_conn *c, uint32_t events)
+{
+	if (!__atomic_fetch_or(&c->deferred, events | SV_CONN_DEFERRED, __ATOMIC_SEQ_CST))
+		sv_conn_rewatch(c);
+}
+
+bool sv_conn_take_deferred(struct sv_conn *c, uint32_t *events)
+{
+	uint32_t d = __atomic_exchange_n(&c->deferred, 0, __ATOMIC_SEQ_CST);
+
+	*events = d & ~SV_CONN_DEFERRED;
+	return d != 0;
 }
 
 /* Caller holds the drive_lock of a CQ the channel completes to; an
@@ -392,7 +410,7 @@ void sv_conn_shm_start(struct sv_conn *c)
 	pthread_mutex_lock(&node->lock);
 	sv_list_add_tail(&node->shm_conns, &c->shm_link);
 	pthread_mutex_unlock(&node->lock);
-	conn_rewatch(c);
+	sv_conn_rewatch(c);
 	sv_node_kick(node);              /* recompute its sleep: rings exist now */
 }
 
@@ -409,8 +427,10 @@ int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, b
 		/* still set from the last sleep unless a writer rang since */
 		if (!__atomic_load_n(&c->shm.rx->consumer_wants_wake, __ATOMIC_SEQ_CST))
 			__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
+		/* (a deferred channel is its QP lock holder's to serve) */
 		if ((sv_conn_shm_has_input(c) ||
-		     __atomic_load_n(&c->shm.tx->producer_wants_wake, __ATOMIC_RELAXED)) && n < max)
+		     __atomic_load_n(&c->shm.tx->producer_wants_wake, __ATOMIC_RELAXED)) &&
+		    !__atomic_load_n(&c->deferred, __ATOMIC_RELAXED) && n < max)
 			ready[n++] = c;
 	}
 	pthread_mutex_unlock(&node->lock);
