@@ -57,13 +57,17 @@ sv_pt() {  # WHERE TEST SIZE
     sns=$SVB_NS_A cns=$SVB_NS_B addr=$SVB_ADDR_A
   fi
   read -r nopt n < <(sv_count "$kind" "$size")
-  # The veth latency targets' reference, measured right before: this VM
-  # runs a TCP ping-pong at 4.1 or 6.1 us for tens of seconds at a time,
-  # so medians taken a minute apart can compare two speeds of the machine.
-  # The target is the median of these pairs' ratios (report.sh).
+  # The veth targets' reference, measured right before: this VM runs a
+  # TCP ping-pong at 4.1 or 6.1 us, and a TCP stream at 2.2-3.3 or at
+  # 1.3 GB/s, for tens of seconds at a time, so medians taken a minute
+  # apart can compare two speeds of the machine.  The target is the
+  # median of these pairs' ratios (report.sh).
   local pair_ref=""
   if [[ $where == veth && $kind == lat && $size == 8 && $test != read_lat ]]; then
     ref_tcp veth lat "$size"
+    pair_ref=$REF_TCP_VAL
+  elif [[ $where == veth && $kind == bw && ($size == 65536 || $size == 1048576) ]]; then
+    ref_tcp veth bw "$size"
     pair_ref=$REF_TCP_VAL
   fi
   bench_next_port

@@ -251,7 +251,8 @@ bench_report() {  # OUT.md
     done
     for s in 65536 1048576; do
       for t in write read send; do
-        target "veth ib_${t}_bw $(fmt_size "$s") vs TCP stream" "sv/veth/${t}_bw/$s" "tcp/veth/bw/$s" "TCP stream, veth" ge 0.8
+        target "veth ib_${t}_bw $(fmt_size "$s") vs TCP stream" "sv/veth/${t}_bw/$s" "tcp/veth/bw/$s" "TCP stream, veth" ge 0.8 1 \
+               "pair/veth/${t}_bw/$s"
       done
     done
     for t in send write; do
