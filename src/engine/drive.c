@@ -81,6 +81,8 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 	}
 	cq->rings[cq->nrings] = c;
 	__atomic_store_n(&cq->nrings, cq->nrings + 1, __ATOMIC_RELEASE);
+	if (cq->rings_armed)
+		sv_conn_shm_arm(c, true);
 	pthread_mutex_unlock(&cq->drive_lock);
 }
 
@@ -456,6 +458,19 @@ void sv_engine_release_all_acks(struct sv_node *node)
 	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
 }
 
+/* A thread is about to sleep for the CQ (on), or it is no longer armed and
+ * polled again: its rings' writers ring regardless of our stamp, or stop. */
+static void rings_arm(struct sv_cq *cq, bool on)
+{
+	pthread_mutex_lock(&cq->drive_lock);
+	if (cq->rings_armed != on) {
+		__atomic_store_n(&cq->rings_armed, on, __ATOMIC_RELAXED);
+		for (uint32_t i = 0; i < cq->nrings; i++)
+			sv_conn_shm_arm(cq->rings[i], on);
+	}
+	pthread_mutex_unlock(&cq->drive_lock);
+}
+
 /*
  * A spinning poller reads the CQ's busiest TCP channel (the last one epoll
  * reported) itself, without asking epoll first: one system call when the
@@ -509,6 +524,11 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&cq->acks_held, __ATOMIC_RELAXED))
 		release_held_acks(cq);
+	/* its event fired (or was never armed): the sleeper polls again */
+	if (__atomic_load_n(&cq->rings_armed, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&cq->armed, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED))
+		rings_arm(cq, false);
 	if (__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE))
 		drive_rings(cq);
 	n = 0;
@@ -541,6 +561,8 @@ void sv_engine_stop_polling(struct sv_cq *cq)
 	__atomic_store_n(&cq->last_poll_ns, 0, __ATOMIC_RELAXED);
 	if (self)
 		__atomic_store_n(&self->last_poll_ns, 0, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE))
+		rings_arm(cq, true);
 }
 
 void sv_engine_enter(struct sv_node *node)

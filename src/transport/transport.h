@@ -169,6 +169,9 @@ void sv_conn_shm_start(struct sv_conn *c);
 /* Ring channels acknowledge in the request ring (shm/ring.h): the
  * responder publishes, the requester takes a new value (false: none). */
 void sv_conn_shm_ack(struct sv_conn *c, uint32_t psn);
+/* A thread sleeps for the CQ this ring channel completes to (on): its
+ * writer rings the doorbell even while another thread of ours polls. */
+void sv_conn_shm_arm(struct sv_conn *c, bool on);
 bool sv_conn_shm_ack_take(struct sv_conn *c, uint32_t *psn);
 /* Frames to read, or an acknowledgement not yet taken. */
 bool sv_conn_shm_has_input(const struct sv_conn *c);

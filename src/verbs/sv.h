@@ -111,6 +111,7 @@ struct sv_cq {
 	pthread_mutex_t drive_lock;  /* guards rings[], socks[] and spinning */
 	struct sv_conn **rings;      /* ring channels completing here */
 	uint32_t nrings, rings_cap;
+	bool rings_armed;            /* their writers ring: a thread sleeps for us (drive.c) */
 	uint32_t drive_next;         /* where the next poll starts looking (fairness) */
 	/* TCP channels completing here.  While a poller spins on the CQ
 	 * (its last poll found nothing) they are its alone: the progress

@@ -30,7 +30,8 @@ struct sv_ring {
 	uint32_t closed;             /* an end closed the channel (its QP left RTS/RTR) */
 	uint32_t consumer_wants_wake;/* consumer sleeps: producer rings the doorbell */
 	uint32_t producer_wants_wake;/* producer waits for room */
-	uint8_t pad0[44];
+	uint32_t consumer_armed;     /* a thread of the consumer sleeps for its CQ */
+	uint8_t pad0[40];
 	uint64_t head;               /* consumer: start of the next record to finish */
 	uint8_t pad1[56];
 	uint64_t tail;               /* producer: where its next record goes (its own) */

@@ -221,12 +221,17 @@ void sv_conn_reap(struct sv_node *node)
 static bool peer_polling(struct sv_conn *c);
 
 /* Wake the peer if it asked (flag) and is not polling: a polling peer finds
- * the work itself, and the flag stays set for its progress thread. */
-static void ring_doorbell(struct sv_conn *c, uint32_t *flag)
+ * the work itself, and the flag stays set for its progress thread.  Its
+ * polling says nothing about a thread of it that sleeps for the CQ this
+ * ring completes to (armed): another thread's polls keep the stamp fresh
+ * (a thread sleeping on a completion channel waited for the progress
+ * thread's 5 ms look while another polled a different CQ). */
+static void ring_doorbell(struct sv_conn *c, uint32_t *flag, const uint32_t *armed)
 {
 	const char b = 1;
 
-	if (!__atomic_load_n(flag, __ATOMIC_SEQ_CST) || peer_polling(c) ||
+	if (!__atomic_load_n(flag, __ATOMIC_SEQ_CST) ||
+	    (peer_polling(c) && !(armed && __atomic_load_n(armed, __ATOMIC_SEQ_CST))) ||
 	    !__atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST))
 		return;
 	/* MSG_NOSIGNAL: a peer that has gone must not kill the application */
@@ -296,7 +301,7 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 		}
 	}
 	if (r)
-		ring_doorbell(c, &tx->consumer_wants_wake);
+		ring_doorbell(c, &tx->consumer_wants_wake, &tx->consumer_armed);
 	return r;
 }
 
@@ -306,14 +311,20 @@ static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
 	size_t r = sv_ring_read(rx, c->shm.size, iov, n, &c->shm.rx_rd);
 
 	if (r)
-		ring_doorbell(c, &rx->producer_wants_wake);
+		ring_doorbell(c, &rx->producer_wants_wake, NULL);
 	return r ? (ssize_t)r : -EAGAIN;
 }
 
 void sv_conn_shm_ack(struct sv_conn *c, uint32_t psn)
 {
 	sv_ring_ack_publish(c->shm.tx, psn);
-	ring_doorbell(c, &c->shm.tx->consumer_wants_wake);
+	ring_doorbell(c, &c->shm.tx->consumer_wants_wake, &c->shm.tx->consumer_armed);
+}
+
+void sv_conn_shm_arm(struct sv_conn *c, bool on)
+{
+	if (__atomic_load_n(&c->shm.rx->consumer_armed, __ATOMIC_RELAXED) != on)
+		__atomic_store_n(&c->shm.rx->consumer_armed, on, __ATOMIC_SEQ_CST);
 }
 
 /* Has the responder's ACK word moved since we last took it?  (*w: its value) */
