@@ -118,7 +118,7 @@ static void detach_on_progress(void *arg)
 	if (a)
 		drop(to_sctx(qp->ibqp.qp_base.context)->node, a);
 	r->ret = a ? 0 : EINVAL;
-	sv_qp_unlock(qp);
+	pthread_mutex_unlock(&qp->lock);
 }
 
 int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
@@ -139,5 +139,5 @@ void sv_mcast_detach_all(struct sv_qp *qp)
 	pthread_mutex_lock(&qp->lock);
 	sv_list_for_each_safe(pos, tmp, &qp->mcast)
 		drop(node, sv_container_of(pos, struct sv_mcast_att, link));
-	sv_qp_unlock(qp);
+	pthread_mutex_unlock(&qp->lock);
 }
