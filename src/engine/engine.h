@@ -94,7 +94,6 @@ void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c);
 struct sv_conn *sv_req_conn(struct sv_qp *qp);
 void sv_req_turned_lost(struct sv_qp *qp);
 void sv_req_link_failed(struct sv_qp *qp);
-uint64_t sv_host_id(void);
 
 /* PSN arithmetic modulo 2^24 */
 static inline bool sv_psn_le(uint32_t a, uint32_t b)
@@ -125,7 +124,18 @@ void sv_comp_reap(struct sv_qp *qp);              /* in-order send completions *
 void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *wqe, enum ibv_wc_status st);
 void sv_comp_link_lost(struct sv_qp *qp);
 
+/* verify.c: an inbound channel carries traffic once its peer is proven */
+uint64_t sv_verify_nonce(void);
+void sv_verify_attach(struct sv_qp *qp, struct sv_conn *c);
+void sv_verify_look(struct sv_qp *qp, bool ask_again);
+void sv_verify_on_question(struct sv_qp *qp, struct sv_conn *c);
+void sv_verify_on_answer(struct sv_qp *qp, struct sv_conn *out);
+void sv_verify_drop_all(struct sv_qp *qp);
+/* The node's reaper: an inbound channel has not proven its peer in time. */
+void sv_engine_pending_expired(struct sv_conn *c);
+
 /* recv.c: the receive machine, shared with drive.c */
+bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp);
 void sv_rx_process(struct sv_conn *c);
 /* QP lock held: process the channel's input, write what a ring channel
  * has to write, and drop the channel if it died. */

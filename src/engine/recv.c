@@ -234,14 +234,23 @@ static bool rx_payload(struct sv_conn *c)
 	return true;
 }
 
+/* Is the channel one of its QP's two (not a candidate, engine/verify.c)? */
+static bool conn_bound(const struct sv_conn *c)
+{
+	return c->qp && (c == c->qp->in || c == c->qp->out);
+}
+
 /* A peer that breaks the protocol (malformed or hostile frame) moves the QP
  * to ERR: outstanding work flushes, nothing more is read from it.  A HELLO_NAK
- * is not a protocol error: the requester retries until its timeout. */
+ * is not a protocol error: the requester retries until its timeout.  A
+ * channel whose peer is not verified is only closed: a stranger's frame
+ * never changes the QP. */
 void sv_engine_protocol_error(struct sv_conn *c, const char *why)
 {
-	sv_err("qp %u: protocol error: %s", c->qp ? c->qp->ibqp.qp_base.qp_num : 0, why);
+	sv_err("qp %u: protocol error on a%s channel: %s", c->qp ? c->qp->ibqp.qp_base.qp_num : 0,
+	       conn_bound(c) ? "" : "n unverified", why);
 	c->dead = true;
-	if (c->qp && c->rx_hdr.opcode != SV_OP_HELLO_NAK)
+	if (conn_bound(c) && c->rx_hdr.opcode != SV_OP_HELLO_NAK)
 		sv_qp_to_error(c->qp);
 }
 
@@ -268,6 +277,9 @@ static void rx_begin(struct sv_conn *c)
 	sv_place_reset(&c->place);
 	c->rx_remain = c->rx_hdr.len;
 	switch (c->rx_hdr.opcode) {
+	case SV_OP_HELLO:
+		sv_engine_protocol_error(c, "HELLO in the middle of a stream");
+		break;
 	case SV_OP_HELLO_ACK:
 		if (c->outbound && qp->link == SV_LINK_HELLO)
 			sv_req_on_hello_ack(qp, c);
@@ -277,9 +289,27 @@ static void rx_begin(struct sv_conn *c)
 	case SV_OP_HELLO_NAK:
 		sv_engine_protocol_error(c, "peer QP does not exist");
 		break;
+	case SV_OP_VERIFY:
+		if (c->outbound || c->rx_hdr.dst_qpn != qp->ibqp.qp_base.qp_num)
+			sv_engine_protocol_error(c, "unexpected VERIFY");
+		else
+			sv_verify_on_question(qp, c);
+		break;
+	case SV_OP_VERIFY_ACK:
+		if (c != qp->out || c->rx_hdr.src_qpn != qp->peer_qpn)
+			sv_engine_protocol_error(c, "unexpected VERIFY_ACK");
+		else
+			sv_verify_on_answer(qp, c);
+		break;
 	default:
-		if (c->rx_hdr.dst_qpn != qp->ibqp.qp_base.qp_num) {
-			sv_engine_protocol_error(c, "frame for another QP");
+		/* every frame is checked against the channel's proven peer */
+		if (c->peer_state != SV_PEER_VERIFIED) {
+			sv_engine_protocol_error(c, "frame before its peer was verified");
+			break;
+		}
+		if (c->rx_hdr.dst_qpn != qp->ibqp.qp_base.qp_num ||
+		    c->rx_hdr.src_qpn != qp->peer_qpn) {
+			sv_engine_protocol_error(c, "frame for another QP or from another peer");
 			break;
 		}
 		if (is_response(&c->rx_hdr)) {
@@ -410,7 +440,7 @@ void sv_conn_lost(struct sv_conn *c)
 {
 	struct sv_qp *qp = c->qp;
 
-	if (!qp) {
+	if (!conn_bound(c)) {
 		sv_conn_close(c);
 		return;
 	}
@@ -450,16 +480,21 @@ static void close_rx_fds(struct sv_conn *c)
 	c->n_rx_fds = 0;
 }
 
-/* Answer a HELLO: HELLO_ACK, with our segment when the rings are accepted.
- * The answer travels on the socket; everything after it on the rings. */
-static bool answer_hello(struct sv_conn *c, struct sv_qp *qp, const struct sv_wire_hdr *h)
+/* Answer a HELLO whose peer is verified (engine/verify.c): HELLO_ACK, with
+ * our segment when the rings are accepted.  The answer travels on the
+ * socket; everything after it on the rings. */
+bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp)
 {
-	bool shm = shm_acceptable(c, h);
+	const struct sv_wire_hdr *h = &c->hello;
+	bool shm;
 	struct sv_txframe *f = &c->ctrl;
 
+	sv_xmit_flush(c);            /* an answer to a question may still wait */
+	if (c->ctrl.in_use)
+		return false;
+	shm = shm_acceptable(c, h);
 	close_rx_fds(c);
 	sv_frame_init(f, SV_OP_HELLO_ACK, h->src_qpn, h->dst_qpn, 0);
-	f->hdr.data1 = sv_host_id();
 	if (shm) {
 		f->hdr.flags |= SV_WF_SHM;
 		/* can we read the requester?  then it may send large SENDs as
@@ -484,7 +519,18 @@ static bool answer_hello(struct sv_conn *c, struct sv_qp *qp, const struct sv_wi
 	return true;
 }
 
-/* A new inbound channel names its QP in its first frame (HELLO). */
+/* May a HELLO for `qp` from `src_qpn` wait for its proof?  Not if the QP
+ * cannot connect or has another peer. */
+static bool hello_acceptable(struct sv_qp *qp, uint32_t src_qpn)
+{
+	enum ibv_qp_state s = qp->attr.qp_state;
+
+	return qp->ibqp.qp_base.qp_type != IBV_QPT_UD && s != IBV_QPS_RESET && s != IBV_QPS_ERR &&
+	       (s < IBV_QPS_RTR || qp->attr.dest_qp_num == src_qpn);
+}
+
+/* A new inbound channel names its QP in its first frame (HELLO); it
+ * carries the QP's traffic once its peer is verified (verify.c). */
 static void attach_inbound(struct sv_conn *c)
 {
 	struct sv_node *node = c->node;
@@ -505,9 +551,7 @@ static void attach_inbound(struct sv_conn *c)
 	qp = sv_node_lookup_qp(node, h->dst_qpn);
 	if (qp)
 		pthread_mutex_lock(&qp->lock);
-	if (!qp || qp->ibqp.qp_base.qp_type == IBV_QPT_UD ||
-	    qp->attr.qp_state == IBV_QPS_RESET || qp->attr.qp_state == IBV_QPS_ERR ||
-	    (qp->attr.qp_state >= IBV_QPS_RTR && qp->attr.dest_qp_num != h->src_qpn)) {
+	if (!qp || !hello_acceptable(qp, h->src_qpn)) {
 		/* No such QP here: tell the requester, which retries until its
 		 * timeout, as a fabric would drop the packets. */
 		close_rx_fds(c);
@@ -517,23 +561,10 @@ static void attach_inbound(struct sv_conn *c)
 		sv_conn_close(c);
 		return;
 	}
-	sv_list_del(&c->pending_link);
-	if (qp->in) {
-		sv_conn_close(qp->in);
-		sv_req_turned_lost(qp);
-	}
-	qp->in = c;
-	c->qp = qp;
-	c->turn_ok = (h->flags & SV_WF_TURN) && !c->is_unix;
-	c->resp_head = c->resp_tail = 0;
-	if (!answer_hello(c, qp, h))
-		c->dead = true;
-	else {
-		sv_engine_drive_register(c, qp->rcq);
-		sv_engine_drive_register_also(c, qp->scq);
-	}
-	sv_engine_qp_ready(qp);
-	if (!c->dead)
+	c->hello = *h;
+	sv_verify_attach(qp, c);
+	/* questions may have come with the HELLO */
+	if (!c->dead && !c->closed)
 		sv_rx_process(c);
 	if (c->dead)
 		sv_conn_lost(c);
@@ -632,7 +663,9 @@ void sv_engine_on_conn(struct sv_handler *h, uint32_t events)
 		attach_inbound(c);
 		return;
 	}
-	if (!c->connected)               /* connecting: rare, wait for the lock */
+	/* connecting, or not verified: rare, wait for the lock (only the
+	 * QP's two channels are left to its holder) */
+	if (!c->connected || c->peer_state != SV_PEER_VERIFIED)
 		pthread_mutex_lock(&qp->lock);
 	else if (!lock_or_defer(c, qp, &events))
 		return;

@@ -20,27 +20,6 @@
 
 #define SV_RECONNECT_NS (20ull * 1000 * 1000)
 
-uint64_t sv_host_id(void)
-{
-	static uint64_t id;
-	char buf[64] = { 0 };
-	uint64_t h = 1469598103934665603ull;
-	int fd;
-
-	if (id)
-		return id;
-	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (read(fd, buf, sizeof(buf) - 1) < 0)
-			buf[0] = 0;
-		close(fd);
-	}
-	for (char *p = buf; *p; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211ull;
-	id = h | 1;
-	return id;
-}
-
 enum ibv_wc_status sv_sges_to_place(struct ibv_pd *pd, const struct sv_sge *sge, uint32_t n,
 				    enum sv_access_dir dir, struct iovec *seg, int *nseg,
 				    size_t *total)
@@ -583,6 +562,8 @@ void sv_req_start_link(struct sv_qp *qp)
 		return;
 	}
 	c->qp = qp;
+	c->peer_state = SV_PEER_VERIFIED;     /* we reached the configured peer */
+	c->nonce = sv_verify_nonce();
 	if (sv_conn_start(c)) {
 		sv_conn_free_unstarted(c);
 		sv_req_link_failed(qp);
@@ -598,8 +579,10 @@ void sv_req_on_connected(struct sv_qp *qp)
 	struct sv_txframe *f = &c->ctrl;
 	int fd = -1;
 
-	/* Offer rings (and our segment) to a same-host peer. */
-	if (c->is_unix && !sv_force_tcp()) {
+	/* Offer rings (and our segment) to a same-host peer of our own user
+	 * only: the listener's credentials say who that is. */
+	if (c->is_unix && !sv_force_tcp() &&
+	    !sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid) && c->peer_uid == getuid()) {
 		fd = sv_shm_chan_create(&c->shm);
 		if (fd >= 0) {
 			c->tx_fds[0] = fd;
@@ -611,7 +594,7 @@ void sv_req_on_connected(struct sv_qp *qp)
 	qp->link_deadline = 0;
 	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
 	sv_frame_init(f, SV_OP_HELLO, qp->peer_qpn, qp->ibqp.qp_base.qp_num, 0);
-	f->hdr.data1 = sv_host_id();
+	f->hdr.data0 = c->nonce;              /* the peer asks us about it (verify.c) */
 	if (fd >= 0 && c->n_tx_fds == 2) {
 		f->hdr.flags |= SV_WF_SHM;
 		f->hdr.va = (uintptr_t)sv_seg_self();   /* lets the responder probe us */
@@ -622,15 +605,17 @@ void sv_req_on_connected(struct sv_qp *qp)
 	}
 	sv_wire_encode(&f->hdr);
 	sv_xmit_flush(c);
+	sv_verify_look(qp, true);             /* a new channel: ask our candidates' peers */
 }
 
 void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
 {
 	const struct sv_wire_hdr *h = &c->rx_hdr;
 
-	if ((h->flags & SV_WF_SHM) && c->shm.base && c->n_rx_fds == 1) {
+	if ((h->flags & SV_WF_SHM) && c->shm.base && c->n_rx_fds == 1 &&
+	    !sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid) && c->peer_uid == getuid()) {
 		c->peer_seg = sv_seg_map(c->rx_fds[0]);
-		if (c->peer_seg && !sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid)) {
+		if (c->peer_seg) {
 			c->peer_pd = h->rkey;
 			c->peer_access = h->qkey;
 			c->cma_ok = !sv_cma_disabled() &&
@@ -660,6 +645,7 @@ void sv_engine_qp_ready(struct sv_qp *qp)
 {
 	enum ibv_qp_state s = qp->attr.qp_state;
 
+	sv_verify_look(qp, false);
 	if (qp->in)
 		sv_conn_pause(qp->in, s < IBV_QPS_RTR || s == IBV_QPS_ERR);
 	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD && s == IBV_QPS_RTR)
@@ -672,6 +658,7 @@ void sv_engine_qp_teardown(struct sv_qp *qp)
 	 * flush (requests come in on the outbound channel too, if turned);
 	 * the flush writes the ACK held, not requests still queued */
 	qp->link = SV_LINK_IDLE;
+	sv_verify_drop_all(qp);
 	for (int i = 0; i < 2; i++) {
 		struct sv_conn *c = i ? qp->out : qp->in;
 

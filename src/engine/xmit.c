@@ -324,20 +324,23 @@ static struct sv_txframe *first_resp(struct sv_conn *c)
 	return c->resp_head != c->resp_tail ? &c->resp[c->resp_head % SV_RESPQ_LEN] : NULL;
 }
 
-/* Pick the frame to write next, or NULL if there is none: responses
- * before requests, but a frame half-written goes on first (a turned
- * channel carries both, req.c). */
+/* Pick the frame to write next, or NULL if there is none: control frames,
+ * then responses, then requests, but a frame half-written goes on first
+ * (a turned channel carries both, req.c). */
 static struct sv_txframe *next_frame(struct sv_conn *c)
 {
-	struct sv_txframe *f;
+	struct sv_txframe *f = first_resp(c);
 
+	/* a control frame goes between frames, never inside one */
+	if (c->req.in_use && c->req.done)
+		return &c->req;
+	if (f && f->done)
+		return f;
 	if (c->ctrl.in_use)
 		return &c->ctrl;
 	if (!c->qp)
 		return NULL;
-	if (c->req.in_use && c->req.done)
-		return &c->req;
-	if ((f = first_resp(c)))
+	if (f)
 		return f;
 	if (!c->req.in_use) {
 		if (c != sv_req_conn(c->qp) || !sv_req_fill(c->qp, &c->req))
@@ -390,7 +393,6 @@ void sv_xmit_flush(struct sv_conn *c)
 void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src)
 {
 	sv_frame_init(&c->ctrl, op, dst, src, 0);
-	c->ctrl.hdr.data1 = sv_host_id();
 	frame_seal(&c->ctrl);
 	sv_xmit_flush(c);
 }

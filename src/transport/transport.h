@@ -34,6 +34,19 @@ enum sv_rx_state {
 	SV_RX_PAYLOAD,    /* placing payload bytes */
 };
 
+/* Who is at the other end of a channel (engine/verify.c).  An outbound
+ * channel reaches the address and port its QP was given at RTR, so its
+ * peer is known; an inbound one names its peer QP in its HELLO, and that
+ * claim is believed only once proven. */
+enum sv_peer_state {
+	SV_PEER_UNKNOWN,      /* accepted, no HELLO yet */
+	SV_PEER_CLAIMED,      /* its HELLO named one of our QPs and the peer it claims to be */
+	SV_PEER_ASKED,        /* the claimed peer was asked, on our own channel to it */
+	SV_PEER_VERIFIED,     /* the peer is the QP's configured one: frames flow */
+	SV_PEER_NSTATES
+};
+const char *sv_peer_state_name(enum sv_peer_state s);
+
 /* Where incoming payload bytes go: a list of segments, or nowhere (discard). */
 struct sv_place {
 	struct iovec seg[SV_PLACE_MAX_SEG];
@@ -60,6 +73,9 @@ struct sv_conn {
 	struct sv_qp *qp;            /* owner; NULL until the HELLO names it */
 	struct sv_list pending_link; /* node's inbound conns awaiting HELLO */
 	bool outbound;
+	enum sv_peer_state peer_state;
+	uint64_t nonce;              /* outbound: ours, in our HELLO; inbound: the peer's */
+	struct sv_wire_hdr hello;    /* inbound: its HELLO (host order), answered once verified */
 	bool connected;              /* TCP connect finished */
 	bool want_out;               /* EPOLLOUT armed */
 	bool paused;                 /* EPOLLIN disarmed until the QP is ready */

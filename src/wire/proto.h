@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define SV_WIRE_MAGIC   0x5376   /* "Sv" */
-#define SV_WIRE_VERSION 2   /* 2: RC requests carry ack_tmo and may carry an ACK */
+#define SV_WIRE_VERSION 3   /* 3: a channel proves its peer (VERIFY) before HELLO_ACK */
 
 enum sv_op {
 	/* requests: requester -> responder */
@@ -35,6 +35,9 @@ enum sv_op {
 	SV_OP_HELLO,
 	SV_OP_HELLO_ACK,
 	SV_OP_HELLO_NAK,
+	SV_OP_VERIFY,        /* on our outbound channel: did you open the channel
+			      * into us whose HELLO carried nonce data0? */
+	SV_OP_VERIFY_ACK,    /* the answer, on the same channel: imm 1 yes, 0 no */
 	SV_OP_MAX
 };
 
@@ -92,8 +95,9 @@ struct sv_wire_hdr {
 	};
 	uint32_t rlen;      /* READ_REQ: bytes to read */
 	uint64_t va;        /* remote address (WRITE/READ/atomics) */
-	uint64_t data0;     /* atomic: swap or add; ATOMIC_RESP: original; NAK RNR: usec */
-	uint64_t data1;     /* atomic: compare; HELLO: host identity */
+	uint64_t data0;     /* atomic: swap or add; ATOMIC_RESP: original; NAK RNR: usec;
+			     * HELLO, VERIFY, VERIFY_ACK: the channel's nonce */
+	uint64_t data1;     /* atomic: compare; UD: sender address */
 };
 static_assert(sizeof(struct sv_wire_hdr) == 64, "wire header is 64 bytes");
 

@@ -9,13 +9,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-bool sec_tcp(void)
-{
-	const char *t = getenv("SOFTVERBS_TRANSPORT");
-
-	return t && !strcmp(t, "tcp");
-}
-
 static const char *setpriv_path(void)
 {
 	static const char *const paths[] = { "/usr/bin/setpriv", "/bin/setpriv" };

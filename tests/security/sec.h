@@ -25,11 +25,11 @@
  * without the program name); its stdout is a pipe returned in *out_fd
  * (NULL: inherited).  Skips the test (77) unless root and setpriv. */
 pid_t sec_spawn(const char *prog, char *const argv[], int *out_fd);
-/* Is SOFTVERBS_TRANSPORT=tcp set (the network path on loopback)? */
-bool sec_tcp(void);
 
 /* ---- both sides (sec_wire.c; no libibverbs) ---- */
 
+/* Is SOFTVERBS_TRANSPORT=tcp set (the network path on loopback)? */
+bool sec_tcp(void);
 /* Connect to a softverbs port of this host the way a peer
  * would (abstract unix socket @softverbs.PORT, or TCP 127.0.0.1:PORT);
  * blocking; -1 on failure. */

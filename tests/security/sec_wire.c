@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -20,6 +21,13 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool sec_tcp(void)
+{
+	const char *t = getenv("SOFTVERBS_TRANSPORT");
+
+	return t && !strcmp(t, "tcp");
 }
 
 int sec_connect_port(uint16_t port, bool tcp)

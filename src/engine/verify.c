@@ -1,0 +1,236 @@
+/*
+ * Who may talk to a QP: an inbound channel carries a QP's traffic only once
+ * its peer is proven to be the QP's configured one (docs/security.md).
+ *
+ * A HELLO says which QP it comes from, but anyone who can reach our port can
+ * write one.  Our own outbound channel, though, reaches the address and port
+ * the QP was given at RTR: what comes back on it comes from the real peer.
+ * So a channel's opener puts a random nonce in its HELLO, and we ask the
+ * claimed peer on our outbound channel whether it opened a channel to us
+ * with that nonce (VERIFY); it answers on the same channel (VERIFY_ACK).  A
+ * stranger never sees the nonce (it travelled to our port only), and asking
+ * us about one teaches it nothing but a yes or no about its own guess.
+ * Questions travel before either side says HELLO_ACK, so no data ever waits
+ * behind one.  A peer on this host of our own user (SO_PEERCRED of a unix
+ * socket) is trusted as it is: it could ptrace us anyway.
+ *
+ * Until then the channel is a candidate: it stays on node->pending (whose
+ * reaper closes it after a while), takes only control frames, and the QP
+ * does not know it.  A failed candidate is closed; the QP never sees it.
+ */
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "transport/unix/sock.h"
+#include "util/log.h"
+
+#define SV_CANDS_MAX 64     /* candidates handled per look (node->pending is capped) */
+
+static const char *const peer_state_names[SV_PEER_NSTATES] = {
+	[SV_PEER_UNKNOWN] = "unknown",
+	[SV_PEER_CLAIMED] = "claimed",
+	[SV_PEER_ASKED] = "asked",
+	[SV_PEER_VERIFIED] = "verified",
+};
+
+const char *sv_peer_state_name(enum sv_peer_state s)
+{
+	return s < SV_PEER_NSTATES ? peer_state_names[s] : "?";
+}
+
+uint64_t sv_verify_nonce(void)
+{
+	uint64_t n = 0;
+
+	while (!n)
+		if (getrandom(&n, sizeof(n), 0) != sizeof(n))
+			n = 0;
+	return n;
+}
+
+static void set_state(struct sv_conn *c, enum sv_peer_state s)
+{
+	sv_info("qp %u: inbound channel from qp %u: %s -> %s", c->qp->ibqp.qp_base.qp_num,
+		c->hello.src_qpn, sv_peer_state_name(c->peer_state), sv_peer_state_name(s));
+	c->peer_state = s;
+}
+
+/* The candidates of `qp`, oldest first. */
+static int candidates(struct sv_qp *qp, struct sv_conn **out)
+{
+	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
+	struct sv_list *pos, *tmp;
+	int n = 0;
+
+	pthread_mutex_lock(&node->lock);
+	sv_list_for_each_safe(pos, tmp, &node->pending) {
+		struct sv_conn *c = sv_container_of(pos, struct sv_conn, pending_link);
+
+		if (c->qp == qp && !c->closed && n < SV_CANDS_MAX)
+			out[n++] = c;
+	}
+	pthread_mutex_unlock(&node->lock);
+	return n;
+}
+
+/* A peer of our own user on this host is trusted as it is. */
+static bool same_user(struct sv_conn *c)
+{
+	if (!c->is_unix || sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid))
+		return false;
+	return c->peer_uid == getuid();
+}
+
+static void drop(struct sv_conn *c, const char *why)
+{
+	sv_info("qp %u: inbound channel claiming qp %u closed: %s", c->qp->ibqp.qp_base.qp_num,
+		c->hello.src_qpn, why);
+	sv_conn_close(c);
+}
+
+/* The peer is proven: the channel becomes the QP's inbound one. */
+static void bind_channel(struct sv_qp *qp, struct sv_conn *c)
+{
+	struct sv_node *node = c->node;
+
+	pthread_mutex_lock(&node->lock);
+	sv_list_del(&c->pending_link);
+	pthread_mutex_unlock(&node->lock);
+	set_state(c, SV_PEER_VERIFIED);
+	if (qp->in) {
+		sv_conn_close(qp->in);
+		sv_req_turned_lost(qp);
+	}
+	qp->in = c;
+	c->turn_ok = (c->hello.flags & SV_WF_TURN) && !c->is_unix;
+	c->resp_head = c->resp_tail = 0;
+	if (!sv_rx_answer_hello(c, qp)) {
+		sv_conn_lost(c);
+		return;
+	}
+	sv_engine_drive_register(c, qp->rcq);
+	sv_engine_drive_register_also(c, qp->scq);
+	sv_conn_pause(c, false);
+}
+
+/* Ask the claimed peer, on our own channel to it, about the nonce. */
+static void ask(struct sv_qp *qp, struct sv_conn *c)
+{
+	struct sv_conn *out = qp->out;
+
+	if (!out || !out->connected || out->dead || out->ctrl.in_use ||
+	    (qp->link != SV_LINK_HELLO && qp->link != SV_LINK_UP))
+		return;
+	sv_frame_init(&out->ctrl, SV_OP_VERIFY, qp->peer_qpn, qp->ibqp.qp_base.qp_num, 0);
+	out->ctrl.hdr.data0 = c->nonce;
+	sv_wire_encode(&out->ctrl.hdr);
+	set_state(c, SV_PEER_ASKED);
+	sv_xmit_flush(out);
+}
+
+/* One candidate, after a change of the QP or of the candidate. */
+static void advance(struct sv_qp *qp, struct sv_conn *c, bool ask_again)
+{
+	enum ibv_qp_state s = qp->attr.qp_state;
+
+	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR)
+		return;                        /* nothing binds before RTR */
+	if (c->hello.src_qpn != qp->peer_qpn) {
+		drop(c, "not the QP's peer");
+		return;
+	}
+	if (same_user(c))
+		bind_channel(qp, c);
+	else if (c->peer_state == SV_PEER_CLAIMED || ask_again)
+		ask(qp, c);
+}
+
+/* QP lock held: the QP reached RTR, its outbound channel said HELLO, or a
+ * question was answered; `ask_again`: a new outbound channel, where
+ * earlier questions were lost. */
+void sv_verify_look(struct sv_qp *qp, bool ask_again)
+{
+	struct sv_conn *cands[SV_CANDS_MAX];
+	int n = candidates(qp, cands);
+
+	for (int i = 0; i < n; i++)
+		if (!cands[i]->closed)
+			advance(qp, cands[i], ask_again);
+}
+
+/* attach_inbound (recv.c): a HELLO named `qp`, which may take it. */
+void sv_verify_attach(struct sv_qp *qp, struct sv_conn *c)
+{
+	c->qp = qp;
+	c->nonce = c->hello.data0;
+	set_state(c, SV_PEER_CLAIMED);
+	advance(qp, c, false);
+}
+
+/* On an inbound channel, verified or not: the peer asks whether our
+ * outbound channel to it carried this nonce. */
+void sv_verify_on_question(struct sv_qp *qp, struct sv_conn *c)
+{
+	const struct sv_wire_hdr *h = &c->rx_hdr;
+	struct sv_conn *out = qp->out;
+	bool yes = out && out->nonce == h->data0 && qp->peer_qpn == h->src_qpn &&
+		   qp->attr.qp_state >= IBV_QPS_RTR && qp->attr.qp_state != IBV_QPS_ERR;
+
+	if (h->src_qpn != c->hello.src_qpn && c->peer_state != SV_PEER_VERIFIED) {
+		sv_engine_protocol_error(c, "VERIFY from another QP than its HELLO's");
+		return;
+	}
+	if (c->ctrl.in_use)
+		return;              /* the asker's candidate expires; its peer reconnects */
+	sv_frame_init(&c->ctrl, SV_OP_VERIFY_ACK, h->src_qpn, qp->ibqp.qp_base.qp_num, 0);
+	c->ctrl.hdr.data0 = h->data0;
+	c->ctrl.hdr.imm = yes;
+	sv_wire_encode(&c->ctrl.hdr);
+	sv_xmit_flush(c);
+}
+
+/* On our outbound channel: the answer about one of our candidates. */
+void sv_verify_on_answer(struct sv_qp *qp, struct sv_conn *out)
+{
+	const struct sv_wire_hdr *h = &out->rx_hdr;
+	struct sv_conn *cands[SV_CANDS_MAX];
+	int n = candidates(qp, cands);
+
+	for (int i = 0; i < n; i++) {
+		struct sv_conn *c = cands[i];
+
+		if (c->closed || c->peer_state != SV_PEER_ASKED || c->nonce != h->data0)
+			continue;
+		if (h->imm == 1)
+			bind_channel(qp, c);
+		else
+			drop(c, "its peer did not open it");
+	}
+}
+
+/* The QP is reset, fails or is destroyed: its candidates go with it. */
+void sv_verify_drop_all(struct sv_qp *qp)
+{
+	struct sv_conn *cands[SV_CANDS_MAX];
+	int n;
+
+	while ((n = candidates(qp, cands)) > 0)
+		for (int i = 0; i < n; i++)
+			sv_conn_close(cands[i]);
+}
+
+/* node.c's reaper: a channel that has not proven its peer in time. */
+void sv_engine_pending_expired(struct sv_conn *c)
+{
+	struct sv_qp *qp = c->qp;
+
+	if (!qp) {
+		sv_conn_close(c);
+		return;
+	}
+	pthread_mutex_lock(&qp->lock);
+	if (!c->closed && c->peer_state != SV_PEER_VERIFIED)
+		drop(c, "no proof in time");
+	pthread_mutex_unlock(&qp->lock);
+}
