@@ -132,6 +132,22 @@ case_rdma_server() {
   svn_pair 7471
 }
 
+# --- security (docs/security.md) ------------------------------------------------
+
+# A stranger (uid 65534) on the peer's own host says HELLO to the victim QP
+# as that peer would, from the peer's address: tests/security/forge_net.c.
+case_security_forge() {
+  local bin=$SVN_BUILD/tests/security/security_forge_net
+  [[ -x $bin ]] || svn_skip "$bin is not built"
+  svn_hosts_up
+  export SOFTVERBS_HOSTS_KEEP=$SVN_LIB:$SVN_BUILD/tests/security
+  SVN_SERVER=("$bin" server)
+  SVN_CLIENT=("$bin" client "$SVN_H1")
+  SVN_SERVER_EXPECT=('server: secret intact')
+  SVN_CLIENT_EXPECT=('client: end 0')
+  svn_pair 18515
+}
+
 # --- perftest ------------------------------------------------------------------
 
 # perftest PROG [ARGS]...: Debian's perftest PROG across hosts (svn_perftest),

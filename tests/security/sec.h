@@ -30,9 +30,9 @@ pid_t sec_spawn(const char *prog, char *const argv[], int *out_fd);
 
 /* Is SOFTVERBS_TRANSPORT=tcp set (the network path on loopback)? */
 bool sec_tcp(void);
-/* Connect to a softverbs port of this host the way a peer
- * would (abstract unix socket @softverbs.PORT, or TCP 127.0.0.1:PORT);
- * blocking; -1 on failure. */
+/* Connect to a softverbs port the way a peer would: on this host the
+ * abstract unix socket @softverbs.PORT, or TCP 127.0.0.1:PORT; on another
+ * host (SEC_TARGET_IP set) TCP to that address.  Blocking; -1 on failure. */
 int sec_connect_port(uint16_t port, bool tcp);
 /* A header in host order, then encoded and written whole; 0 or -1. */
 int sec_send_frame(int fd, struct sv_wire_hdr *h, const void *payload, size_t len);
