@@ -418,7 +418,7 @@ static void ud_send_one(struct sv_qp *qp, struct sv_swqe *w)
 	dst.sin_port = htons(w->ud_qpn >> 8);      /* the address plan: QPN -> port */
 
 	build_header(qp, w, &f, w->ud_qpn);
-	f.hdr.qkey = (w->ud_qkey & 0x80000000u) ? qp->attr.qkey : w->ud_qkey;
+	f.hdr.qkey = (w->ud_qkey & SV_QKEY_CONTROLLED) ? qp->attr.qkey : w->ud_qkey;
 	f.hdr.data1 = node->addr.s_addr;
 	if (w->ud_grh)
 		f.hdr.flags |= SV_WF_GRH;
