@@ -24,6 +24,8 @@ struct sv_mcast_att {
 static void on_mcast(struct sv_handler *h, uint32_t events)
 {
 	struct sv_mcast_att *a = sv_container_of(h, struct sv_mcast_att, h);
+	/* Multicast stays on this host: its sender has our address. */
+	struct in_addr self = to_sctx(a->qp->ibqp.qp_base.context)->node->addr;
 	uint8_t buf[SV_UDP_BUF];
 
 	for (;;) {
@@ -39,7 +41,7 @@ static void on_mcast(struct sv_handler *h, uint32_t events)
 		    (hdr.opcode != SV_OP_SEND && hdr.opcode != SV_OP_SEND_IMM))
 			continue;
 		pthread_mutex_lock(&a->qp->lock);
-		sv_resp_ud(a->qp, &hdr, buf + sizeof(hdr), NULL);
+		sv_resp_ud(a->qp, &hdr, buf + sizeof(hdr), self);
 		pthread_mutex_unlock(&a->qp->lock);
 	}
 }
