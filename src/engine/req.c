@@ -429,7 +429,8 @@ static void ud_send_one(struct sv_qp *qp, struct sv_swqe *w)
 		memcpy(&iov[1], f.seg, f.nseg * sizeof(struct iovec));
 		sv_wire_encode(&f.hdr);
 		if (w->ud_mcast)
-			sv_mcast_send(&w->ud_mgid, iov, f.nseg + 1);
+			sv_dgram_send_mcast(node, qp->ibqp.qp_base.qp_num, &w->ud_mgid, iov,
+					    f.nseg + 1);
 		else if (sv_dgram_send(node, qp->ibqp.qp_base.qp_num, &dst, iov, f.nseg + 1))
 			st = IBV_WC_GENERAL_ERR;
 	}

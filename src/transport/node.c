@@ -16,6 +16,7 @@
 #include "transport/node.h"
 #include "transport/transport.h"
 #include "transport/shm/segment.h"
+#include "transport/unix/mcast.h"
 #include "transport/unix/sock.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -453,6 +454,8 @@ static void close_group(struct sv_node *node, struct sv_pgroup *g)
 		sv_node_unwatch(node, &g->unix_h);
 		close(g->unix_h.fd);
 	}
+	if (g->mcast_fd >= 0)
+		close(g->mcast_fd);
 	free(g);
 }
 
@@ -494,7 +497,7 @@ static bool watch_group(struct sv_node *node, struct sv_pgroup *g)
 }
 
 /* Bind a TCP listener (every address), a UDP socket (the device address)
- * and the unix name of the same ephemeral port. */
+ * and the unix names of the same ephemeral port. */
 static struct sv_pgroup *open_group(struct sv_node *node)
 {
 	for (int attempt = 0; attempt < 64; attempt++) {
@@ -506,7 +509,7 @@ static struct sv_pgroup *open_group(struct sv_node *node)
 
 		if (!g)
 			return NULL;
-		g->udp_h.fd = g->unix_h.fd = -1;
+		g->udp_h.fd = g->unix_h.fd = g->mcast_fd = -1;
 		g->node = node;
 		g->listen_h.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (g->listen_h.fd < 0 || bind_in(g->listen_h.fd, any, 0) ||
@@ -527,13 +530,14 @@ static struct sv_pgroup *open_group(struct sv_node *node)
 			return NULL;
 		}
 		g->unix_h.fd = sv_unix_listen(g->port);
-		if (g->udp_h.fd >= 0 && g->unix_h.fd >= 0) {
+		g->mcast_fd = sv_mcast_source(g->port);
+		if (g->udp_h.fd >= 0 && g->unix_h.fd >= 0 && g->mcast_fd >= 0) {
 			if (watch_group(node, g))
 				return g;
 			close_group(node, g);
 			return NULL;
 		}
-		close_group(node, g);       /* UDP port or unix name taken: try another */
+		close_group(node, g);       /* UDP port or a unix name taken: try another */
 	}
 	return NULL;
 }

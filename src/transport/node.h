@@ -41,7 +41,7 @@ struct sv_handler {
 };
 
 /* A port group: one TCP listener (every address) and one UDP socket (the
- * device address) on the same port P, and P's unix name; it names QPNs
+ * device address) on the same port P, and P's unix names; it names QPNs
  * (P << 8) .. (P << 8) + 255. */
 struct sv_pgroup {
 	struct sv_node *node;
@@ -49,6 +49,7 @@ struct sv_pgroup {
 	struct sv_handler listen_h;
 	struct sv_handler udp_h;
 	struct sv_handler unix_h;    /* same-host channels */
+	int mcast_fd;                /* sends multicast, named after P (unix/mcast.h) */
 	struct sv_qp *slot[SV_QP_PER_GROUP];
 	uint32_t used;
 };

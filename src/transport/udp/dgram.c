@@ -1,5 +1,5 @@
-/* UD datagrams: one frame per UDP datagram, always from the sending QP's
- * port group, whose socket proves its port. */
+/* UD datagrams: one frame per UDP datagram (multicast: per unix datagram),
+ * always from the sending QP's port group, whose sockets prove its port. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -7,6 +7,7 @@
 
 #include "engine/engine.h"
 #include "transport/transport.h"
+#include "transport/unix/mcast.h"
 
 static bool is_loopback(struct in_addr a)
 {
@@ -31,6 +32,14 @@ int sv_dgram_send(struct sv_node *node, uint32_t src_qpn, const struct sockaddr_
 	    errno != EAGAIN && errno != ECONNREFUSED)
 		return -errno;
 	return 0;
+}
+
+int sv_dgram_send_mcast(struct sv_node *node, uint32_t src_qpn, const union ibv_gid *mgid,
+			const struct iovec *iov, int n)
+{
+	struct sv_pgroup *g = sv_node_group_of(node, src_qpn);
+
+	return g ? sv_mcast_send(g->mcast_fd, mgid, iov, n) : -EINVAL;
 }
 
 bool sv_dgram_source_ok(const struct sv_node *node, const struct sockaddr_in *from,
