@@ -107,8 +107,10 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c);    /* payload placed */
 void sv_resp_rnr_resume(struct sv_qp *qp);                 /* a receive was posted */
 void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now);
 void sv_resp_batch_end(struct sv_qp *qp, struct sv_conn *c);  /* flush, then complete */
+/* A datagram whose source (h->src_qpn, from host `src`) the transport has
+ * checked: the completion and the GRH report that source. */
 void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *payload,
-		const struct sockaddr_in *from);
+		struct in_addr src);
 
 /* comp.c: the completer; called by recv.c */
 void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c);

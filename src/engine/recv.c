@@ -752,14 +752,15 @@ void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf)
 			continue;                   /* runt or oversized: drop */
 		memcpy(&hdr, buf, sizeof(hdr));
 		if (!sv_wire_decode(&hdr) || hdr.len != (size_t)r - sizeof(hdr) ||
-		    (hdr.opcode != SV_OP_SEND && hdr.opcode != SV_OP_SEND_IMM))
-			continue;
+		    (hdr.opcode != SV_OP_SEND && hdr.opcode != SV_OP_SEND_IMM) ||
+		    !sv_dgram_source_ok(node, &from, &hdr))
+			continue;                   /* malformed, or a forged source: drop */
 		qp = sv_node_lookup_qp(node, hdr.dst_qpn);
 		if (!qp)
 			continue;
 		pthread_mutex_lock(&qp->lock);
 		if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD)
-			sv_resp_ud(qp, &hdr, buf + sizeof(hdr), &from);
+			sv_resp_ud(qp, &hdr, buf + sizeof(hdr), from.sin_addr);
 		pthread_mutex_unlock(&qp->lock);
 	}
 }

@@ -397,7 +397,7 @@ static void ud_send_one(struct sv_qp *qp, struct sv_swqe *w)
 	dst.sin_port = htons(w->ud_qpn >> 8);      /* the address plan: QPN -> port */
 
 	build_header(qp, w, &f, w->ud_qpn);
-	f.hdr.qkey = (w->ud_qkey & 0x80000000u) ? qp->attr.qkey : w->ud_qkey;
+	f.hdr.qkey = (w->ud_qkey & SV_QKEY_CONTROLLED) ? qp->attr.qkey : w->ud_qkey;
 	f.hdr.data1 = node->addr.s_addr;
 	if (w->ud_grh)
 		f.hdr.flags |= SV_WF_GRH;
@@ -408,7 +408,8 @@ static void ud_send_one(struct sv_qp *qp, struct sv_swqe *w)
 		memcpy(&iov[1], f.seg, f.nseg * sizeof(struct iovec));
 		sv_wire_encode(&f.hdr);
 		if (w->ud_mcast)
-			sv_mcast_send(&w->ud_mgid, iov, f.nseg + 1);
+			sv_dgram_send_mcast(node, qp->ibqp.qp_base.qp_num, &w->ud_mgid, iov,
+					    f.nseg + 1);
 		else if (sv_dgram_send(node, qp->ibqp.qp_base.qp_num, &dst, iov, f.nseg + 1))
 			st = IBV_WC_GENERAL_ERR;
 	}

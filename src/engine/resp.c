@@ -463,7 +463,8 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 
 /* ---- UD: a whole datagram at once ---- */
 
-static void write_grh(struct sv_qp *qp, const struct sv_wire_hdr *h, struct ibv_grh *g)
+static void write_grh(struct sv_qp *qp, const struct sv_wire_hdr *h, struct in_addr src,
+		      struct ibv_grh *g)
 {
 	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
 
@@ -473,18 +474,17 @@ static void write_grh(struct sv_qp *qp, const struct sv_wire_hdr *h, struct ibv_
 	g->next_hdr = 0x1b;
 	g->hop_limit = 64;
 	g->sgid.raw[10] = g->sgid.raw[11] = 0xff;
-	memcpy(&g->sgid.raw[12], &h->data1, 4);
+	memcpy(&g->sgid.raw[12], &src.s_addr, 4);
 	g->dgid = node->gid;
 }
 
 void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *payload,
-		const struct sockaddr_in *from)
+		struct in_addr src)
 {
 	struct sv_place p;
 	struct ibv_grh grh;
 	struct ibv_wc wc = { 0 };
 	size_t total;
-	uint32_t src_ip;
 
 	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR)
 		return;
@@ -502,7 +502,7 @@ void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *pa
 		const uint8_t *srcs[2] = { (const uint8_t *)&grh, payload };
 		size_t lens[2] = { SV_UD_GRH_LEN, h->len };
 
-		write_grh(qp, h, &grh);
+		write_grh(qp, h, src, &grh);
 		sv_mr_rdlock();
 		sv_dma_begin();         /* into the application's buffer (util/tsan.h) */
 		for (int s = 0, i = 0; s < 2; s++) {
@@ -525,12 +525,11 @@ void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *pa
 		sv_dma_end();
 		sv_mr_unlock();
 	}
-	memcpy(&src_ip, &h->data1, 4);
 	wc.opcode = IBV_WC_RECV;
 	wc.byte_len = h->len + SV_UD_GRH_LEN;
 	wc.qp_num = qp->ibqp.qp_base.qp_num;
 	wc.src_qp = h->src_qpn;
-	wc.slid = ntohl(src_ip) & 0xffff;
+	wc.slid = ntohl(src.s_addr) & 0xffff;
 	if (h->flags & SV_WF_GRH)
 		wc.wc_flags |= IBV_WC_GRH;
 	if (h->opcode == SV_OP_SEND_IMM) {

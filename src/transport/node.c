@@ -16,6 +16,7 @@
 #include "transport/node.h"
 #include "transport/transport.h"
 #include "transport/shm/segment.h"
+#include "transport/unix/mcast.h"
 #include "transport/unix/sock.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -453,33 +454,65 @@ static void close_group(struct sv_node *node, struct sv_pgroup *g)
 		sv_node_unwatch(node, &g->unix_h);
 		close(g->unix_h.fd);
 	}
+	if (g->mcast_fd >= 0)
+		close(g->mcast_fd);
 	free(g);
 }
 
-static int bind_any(int fd, uint16_t port)
+static int bind_in(int fd, struct in_addr a, uint16_t port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
-				  .sin_addr.s_addr = htonl(INADDR_ANY) };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = a };
 
 	return bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 }
 
-/* Bind a TCP listener and a UDP socket to the same ephemeral port. */
+/* The group's UDP socket holds port P on the device address only: its
+ * datagrams then leave from the address their frames claim (udp/dgram.c
+ * checks that), and while it holds A:P nobody else binds A:P or *:P. */
+static int open_udp(struct sv_node *node, uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), sz = 4 << 20;
+
+	if (fd < 0)
+		return -errno;
+	if (bind_in(fd, node->addr, port)) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	return fd;
+}
+
+static bool watch_group(struct sv_node *node, struct sv_pgroup *g)
+{
+	g->listen_h.fn = sv_engine_on_accept;
+	g->unix_h.fn = sv_engine_on_accept_unix;
+	g->udp_h.fn = sv_engine_on_dgram;
+	return !sv_node_watch(node, &g->listen_h, EPOLLIN) &&
+	       !sv_node_watch(node, &g->unix_h, EPOLLIN) &&
+	       !sv_node_watch(node, &g->udp_h, EPOLLIN);
+}
+
+/* Bind a TCP listener (every address), a UDP socket (the device address)
+ * and the unix names of the same ephemeral port. */
 static struct sv_pgroup *open_group(struct sv_node *node)
 {
 	for (int attempt = 0; attempt < 64; attempt++) {
 		struct sv_pgroup *g = calloc(1, sizeof(*g));
+		struct in_addr any = { htonl(INADDR_ANY) };
 		struct sockaddr_in sa;
 		socklen_t sl = sizeof(sa);
 		int one = 1;
 
 		if (!g)
 			return NULL;
-		g->udp_h.fd = -1;
-		g->unix_h.fd = -1;
+		g->udp_h.fd = g->unix_h.fd = g->mcast_fd = -1;
 		g->node = node;
 		g->listen_h.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (g->listen_h.fd < 0 || bind_any(g->listen_h.fd, 0) ||
+		if (g->listen_h.fd < 0 || bind_in(g->listen_h.fd, any, 0) ||
 		    getsockname(g->listen_h.fd, (struct sockaddr *)&sa, &sl) ||
 		    listen(g->listen_h.fd, 1024)) {
 			close_group(node, g);
@@ -487,25 +520,24 @@ static struct sv_pgroup *open_group(struct sv_node *node)
 		}
 		setsockopt(g->listen_h.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		g->port = ntohs(sa.sin_port);
-		g->udp_h.fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		g->unix_h.fd = sv_unix_listen(g->port);
-		if (g->udp_h.fd >= 0 && !bind_any(g->udp_h.fd, g->port) && g->unix_h.fd >= 0) {
-			int sz = 4 << 20;
+		g->udp_h.fd = open_udp(node, g->port);
+		if (g->udp_h.fd == -EADDRNOTAVAIL) {
+			char a[INET_ADDRSTRLEN];
 
-			setsockopt(g->udp_h.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-			setsockopt(g->udp_h.fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-			g->listen_h.fn = sv_engine_on_accept;
-			g->unix_h.fn = sv_engine_on_accept_unix;
-			g->udp_h.fn = sv_engine_on_dgram;
-			if (sv_node_watch(node, &g->listen_h, EPOLLIN) ||
-			    sv_node_watch(node, &g->unix_h, EPOLLIN) ||
-			    sv_node_watch(node, &g->udp_h, EPOLLIN)) {
-				close_group(node, g);
-				return NULL;
-			}
-			return g;
+			sv_err("device address %s is not an address of this host (SOFTVERBS_IP?)",
+			       inet_ntop(AF_INET, &node->addr, a, sizeof(a)));
+			close_group(node, g);
+			return NULL;
 		}
-		close_group(node, g);       /* UDP port or unix name taken: try another */
+		g->unix_h.fd = sv_unix_listen(g->port);
+		g->mcast_fd = sv_mcast_source(g->port);
+		if (g->udp_h.fd >= 0 && g->unix_h.fd >= 0 && g->mcast_fd >= 0) {
+			if (watch_group(node, g))
+				return g;
+			close_group(node, g);
+			return NULL;
+		}
+		close_group(node, g);       /* UDP port or a unix name taken: try another */
 	}
 	return NULL;
 }

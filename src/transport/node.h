@@ -4,12 +4,13 @@
  * Address plan.  The device has one IPv4 address A (SOFTVERBS_IP, else the
  * first up non-loopback interface, else 127.0.0.1).  Its LID is the low 16
  * bits of A and its GID[0] is ::ffff:A.  A QPN is (P << 8) | slot, where P is
- * a TCP and UDP port this process has bound on every address: the kernel's
- * port allocation makes QPNs unique on the host without any shared registry,
- * and (LID or GID, QPN) names a host and a port, so it reaches the QP from
- * this host and from others.  LID L resolves to (A & 0xffff0000) | L; our
- * own address resolves to 127.0.0.1 so that same-host traffic never leaves
- * loopback.
+ * a TCP port this process has bound on every address and a UDP port it has
+ * bound on A: the kernel's port allocation makes QPNs unique on the host
+ * without any shared registry, and (LID or GID, QPN) names a host and a
+ * port, so it reaches the QP from this host and from others.  LID L
+ * resolves to (A & 0xffff0000) | L; our own address (and any loopback one)
+ * resolves to 127.0.0.1, which channels take for "same host"; UD sends
+ * there go to A, where the UDP sockets are (udp/dgram.c).
  *
  * Progress.  One thread per process waits on every socket with epoll and runs
  * timers; application threads never depend on it for their own calls, and
@@ -39,14 +40,16 @@ struct sv_handler {
 	sv_handler_fn fn;
 };
 
-/* A port group: one TCP listener and one UDP socket on the same port P;
- * it names QPNs (P << 8) .. (P << 8) + 255. */
+/* A port group: one TCP listener (every address) and one UDP socket (the
+ * device address) on the same port P, and P's unix names; it names QPNs
+ * (P << 8) .. (P << 8) + 255. */
 struct sv_pgroup {
 	struct sv_node *node;
 	uint16_t port;
 	struct sv_handler listen_h;
 	struct sv_handler udp_h;
 	struct sv_handler unix_h;    /* same-host channels */
+	int mcast_fd;                /* sends multicast, named after P (unix/mcast.h) */
 	struct sv_qp *slot[SV_QP_PER_GROUP];
 	uint32_t used;
 };

@@ -197,8 +197,15 @@ bool sv_conn_doorbell_drain(struct sv_conn *c);
  * ring channels that already hold data (up to max). */
 int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, bool *any);
 
-/* udp/dgram.c */
+/* udp/dgram.c: datagrams leave from the port group of src_qpn. */
 int sv_dgram_send(struct sv_node *node, uint32_t src_qpn, const struct sockaddr_in *dst,
 		  const struct iovec *iov, int n);
+/* To every member of `mgid` on this host; members reached, or -errno. */
+int sv_dgram_send_mcast(struct sv_node *node, uint32_t src_qpn, const union ibv_gid *mgid,
+			const struct iovec *iov, int n);
+/* Is a datagram's claimed source (src_qpn's port, data1) the UDP source it
+ * came from?  Otherwise it is dropped (docs/wire-format.md). */
+bool sv_dgram_source_ok(const struct sv_node *node, const struct sockaddr_in *from,
+			const struct sv_wire_hdr *h);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -24,11 +25,15 @@ struct sv_mcast_att {
 static void on_mcast(struct sv_handler *h, uint32_t events)
 {
 	struct sv_mcast_att *a = sv_container_of(h, struct sv_mcast_att, h);
+	struct in_addr self = to_sctx(a->qp->ibqp.qp_base.context)->node->addr;
 	uint8_t buf[SV_UDP_BUF];
 
 	for (;;) {
 		struct sv_wire_hdr hdr;
-		ssize_t r = recv(h->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+		struct sockaddr_un from;
+		socklen_t fl = sizeof(from);
+		ssize_t r = recvfrom(h->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC,
+				     (struct sockaddr *)&from, &fl);
 
 		if (r < 0)
 			return;
@@ -36,10 +41,11 @@ static void on_mcast(struct sv_handler *h, uint32_t events)
 			continue;
 		memcpy(&hdr, buf, sizeof(hdr));
 		if (!sv_wire_decode(&hdr) || hdr.len != (size_t)r - sizeof(hdr) ||
-		    (hdr.opcode != SV_OP_SEND && hdr.opcode != SV_OP_SEND_IMM))
-			continue;
+		    (hdr.opcode != SV_OP_SEND && hdr.opcode != SV_OP_SEND_IMM) ||
+		    !sv_mcast_source_ok((struct sockaddr *)&from, fl, &hdr, self))
+			continue;                   /* malformed, or a forged source: drop */
 		pthread_mutex_lock(&a->qp->lock);
-		sv_resp_ud(a->qp, &hdr, buf + sizeof(hdr), NULL);
+		sv_resp_ud(a->qp, &hdr, buf + sizeof(hdr), self);
 		pthread_mutex_unlock(&a->qp->lock);
 	}
 }

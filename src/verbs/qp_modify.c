@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "transport/node.h"
+#include "util/cap.h"
 #include "util/log.h"
 #include "verbs/sv.h"
 
@@ -144,6 +145,16 @@ static int check_values(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 	return 0;
 }
 
+/* As the kernel's uverbs: a controlled Q_Key lets a QP take datagrams meant
+ * for privileged services, so only CAP_NET_RAW may set one (checked before
+ * the transition itself, so this EPERM wins over an EINVAL). */
+static int check_qkey_privilege(const struct ibv_qp_attr *a, int mask)
+{
+	if (!(mask & IBV_QP_QKEY) || !(a->qkey & SV_QKEY_CONTROLLED))
+		return 0;
+	return sv_cap_net_raw() ? 0 : EPERM;
+}
+
 static void copy_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 {
 	struct ibv_qp_attr *q = &qp->attr;
@@ -235,6 +246,9 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	int ti = type_index(ibqp->qp_type), ret;
 	uint32_t allowed;
 
+	ret = check_qkey_privilege(attr, mask);
+	if (ret)
+		return ret;
 	sv_engine_release_all_acks(to_sctx(ibqp->context)->node);
 	pthread_mutex_lock(&qp->lock);
 	cur = qp->attr.qp_state;

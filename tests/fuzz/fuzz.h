@@ -10,6 +10,8 @@
  * in every header:
  *
  *   dst_qpn  FZ_QPN_RC / FZ_QPN_UC / FZ_QPN_UD -> that QP's number
+ *   src_qpn  FZ_PEER_QPN (datagrams)           -> the QPN of the harness's UDP port
+ *   data1    0 (datagrams)                     -> the device address (the sender's)
  *   rkey     FZ_RKEY(n)                        -> MR n's rkey
  *   va       FZ_VA(n, off): top 16 bits 0xF00n -> MR n's address + off
  *

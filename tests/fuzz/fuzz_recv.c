@@ -13,7 +13,9 @@
  *     FZ_QPN_RC) or the UC QP (FZ_QPN_UC), from FZ_PEER_QPN.
  *   fuzz_dgram (FZ_MODE=FZ_DGRAM): the input is one byte that chooses the
  *     receive WQE the datagram meets, then one UDP datagram, sent to the UD
- *     QP's port group as another host's UD QP would.
+ *     QP's port group as another UD QP would: from a socket on the device
+ *     address, whose port and address the tokens FZ_PEER_QPN (src_qpn) and
+ *     0 (data1) stand for, so that the datagram passes the source check.
  *   fuzz_resp (FZ_MODE=FZ_RESP): the input is what the responder sends back
  *     on an RC QP's outbound channel (HELLO_ACK, then ACK, NAK, READ_RESP,
  *     ATOMIC_RESP ...) while six requests of every kind are in flight.  The
@@ -93,6 +95,7 @@ static struct {
 	int listen_fd;                 /* completer harness: we are the peer */
 	bool verbose;
 	int udp_fd;                    /* datagram harness: our sending socket */
+	uint32_t udp_qpn;              /* ... the QPN its port names (slot 1) */
 	uint8_t buf[FZ_MAX_INPUT];
 } F;
 
@@ -348,6 +351,11 @@ static void listen_as_peer(void);
 #else
 static void listen_as_peer(void) { }
 #endif
+#if FZ_MODE == FZ_DGRAM
+static void open_udp_peer(void);
+#else
+static void open_udp_peer(void) { }
+#endif
 
 static void setup(void)
 {
@@ -394,9 +402,7 @@ static void setup(void)
 	F.peer_qpn = FZ_PEER_QPN;
 	if (FZ_MODE == FZ_DGRAM) {
 		F.ud = make_qp(IBV_QPT_UD);
-		F.udp_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		if (F.udp_fd < 0)
-			DIE("socket: %s", strerror(errno));
+		open_udp_peer();
 	} else {
 		F.rc = make_qp(IBV_QPT_RC);
 		if (FZ_MODE == FZ_STREAM)
@@ -436,6 +442,10 @@ static void patch_header(uint8_t *p)
 		h.dst_qpn = htole32(F.uc->qp_num);
 	if (FZ_MODE == FZ_RESP && le32toh(h.src_qpn) == FZ_PEER_QPN)
 		h.src_qpn = htole32(F.peer_qpn);
+	if (FZ_MODE == FZ_DGRAM && le32toh(h.src_qpn) == FZ_PEER_QPN)
+		h.src_qpn = htole32(F.udp_qpn);
+	if (FZ_MODE == FZ_DGRAM && !h.data1)
+		h.data1 = htole64(F.node->addr.s_addr);
 	v = le32toh(h.rkey);
 	if (v >= FZ_RKEY(1) && v <= FZ_RKEY(3))
 		h.rkey = htole32(F.mr[v & 3]->rkey);
@@ -563,10 +573,23 @@ static void run_stream(const uint8_t *data, size_t size)
 /* ---- the datagram harness ---- */
 
 #if FZ_MODE == FZ_DGRAM
+/* Our socket on the device address, as a peer's port group's would be. */
+static void open_udp_peer(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr = F.node->addr };
+	socklen_t sl = sizeof(sa);
+
+	F.udp_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (F.udp_fd < 0 || bind(F.udp_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    getsockname(F.udp_fd, (struct sockaddr *)&sa, &sl))
+		DIE("udp socket: %s", strerror(errno));
+	F.udp_qpn = (uint32_t)ntohs(sa.sin_port) << 8 | 1;
+}
+
 static void run_dgram(const uint8_t *data, size_t size)
 {
 	struct sv_pgroup *g = sv_node_group_of(F.node, F.ud->qp_num);
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = F.node->addr };
 	int pending = 1;
 
 	if (!g)

@@ -229,8 +229,13 @@ static void gen_dgram(const char *d)
 	wqe_choice(0);
 	h = frame(SV_OP_SEND, FZ_QPN_UD, 0, 60);
 	h->qkey = FZ_QKEY;
-	h->data1 = 0x0100007f;                   /* sender 127.0.0.1 */
 	emit(d, "send");
+
+	wqe_choice(0);
+	h = frame(SV_OP_SEND, FZ_QPN_UD, 0, 60);
+	h->qkey = FZ_QKEY;
+	h->data1 = 0x0100007f;                   /* claims 127.0.0.1: dropped unless the device address */
+	emit(d, "send_forged_source");
 
 	wqe_choice(1);                           /* three SGEs, the GRH split over two */
 	h = frame(SV_OP_SEND, FZ_QPN_UD, 0, 1000);

@@ -1,28 +1,55 @@
-/* UD datagrams: one frame per UDP datagram, from the sender's port group. */
+/* UD datagrams: one frame per UDP datagram (multicast: per unix datagram),
+ * always from the sending QP's port group, whose sockets prove its port. */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <sys/socket.h>
 
 #include "engine/engine.h"
 #include "transport/transport.h"
+#include "transport/unix/mcast.h"
+
+static bool is_loopback(struct in_addr a)
+{
+	return (ntohl(a.s_addr) >> 24) == 127;
+}
 
 int sv_dgram_send(struct sv_node *node, uint32_t src_qpn, const struct sockaddr_in *dst,
 		  const struct iovec *iov, int n)
 {
-	struct sv_pgroup *g = NULL;
-	struct msghdr mh = { .msg_name = (void *)dst, .msg_namelen = sizeof(*dst),
+	struct sv_pgroup *g = sv_node_group_of(node, src_qpn);
+	struct sockaddr_in to = *dst;
+	struct msghdr mh = { .msg_name = &to, .msg_namelen = sizeof(to),
 			     .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
 
-	pthread_mutex_lock(&node->lock);
-	for (uint32_t i = 0; i < node->ngroups; i++)
-		if (node->groups[i]->port == (src_qpn >> 8))
-			g = node->groups[i];
-	pthread_mutex_unlock(&node->lock);
 	if (!g)
 		return -EINVAL;
+	/* Same host resolves to loopback, but UDP sockets hold only the device address. */
+	if (is_loopback(to.sin_addr))
+		to.sin_addr = node->addr;
 	/* UD is unreliable: a full socket buffer drops the datagram, like a fabric. */
 	if (sendmsg(g->udp_h.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
 	    errno != EAGAIN && errno != ECONNREFUSED)
 		return -errno;
 	return 0;
+}
+
+int sv_dgram_send_mcast(struct sv_node *node, uint32_t src_qpn, const union ibv_gid *mgid,
+			const struct iovec *iov, int n)
+{
+	struct sv_pgroup *g = sv_node_group_of(node, src_qpn);
+
+	return g ? sv_mcast_send(g->mcast_fd, mgid, iov, n) : -EINVAL;
+}
+
+bool sv_dgram_source_ok(const struct sv_node *node, const struct sockaddr_in *from,
+			const struct sv_wire_hdr *h)
+{
+	/* The port is the sender's group (only it holds A:P), the address the one
+	 * its frame claims: a UDP source cannot be forged without CAP_NET_RAW. */
+	if ((h->src_qpn >> 8) != ntohs(from->sin_port) || h->data1 != from->sin_addr.s_addr)
+		return false;
+	/* Every loopback address names this host (node.c), but a stranger may bind
+	 * 127.0.0.2:P while P's group holds only A:P: loopback only when A is. */
+	return !is_loopback(from->sin_addr) || from->sin_addr.s_addr == node->addr.s_addr;
 }

@@ -9,6 +9,7 @@
 #include "transport/unix/mcast.h"
 
 #define SV_MC_PREFIX "softverbs.mc."
+#define SV_MC_SOURCE "softverbs.mcsrc."
 
 static int group_prefix(char *buf, size_t len, const union ibv_gid *mgid)
 {
@@ -40,20 +41,54 @@ int sv_mcast_bind(const union ibv_gid *mgid, uint32_t qpn)
 	return fd;
 }
 
-int sv_mcast_send(const union ibv_gid *mgid, const struct iovec *iov, int n)
+static socklen_t source_name(struct sockaddr_un *sa, uint32_t port)
+{
+	int n;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, SV_MC_SOURCE "%u", port);
+	return offsetof(struct sockaddr_un, sun_path) + 1 + n;
+}
+
+int sv_mcast_source(uint16_t port)
+{
+	struct sockaddr_un sa;
+	socklen_t len = source_name(&sa, port);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	/* Send only: a datagram sent to it fails rather than fill its queue. */
+	if (bind(fd, (struct sockaddr *)&sa, len) || shutdown(fd, SHUT_RD)) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+bool sv_mcast_source_ok(const struct sockaddr *from, socklen_t len,
+			const struct sv_wire_hdr *h, struct in_addr self)
+{
+	struct sockaddr_un want;
+	socklen_t wl = source_name(&want, h->src_qpn >> 8);
+
+	/* Same host only: the sender's address is ours (one device address per host). */
+	if (h->data1 != self.s_addr || h->src_qpn > 0xffffff)
+		return false;
+	return len == wl && !memcmp(from, &want, wl);
+}
+
+int sv_mcast_send(int fd, const union ibv_gid *mgid, const struct iovec *iov, int n)
 {
 	char prefix[80], line[512];
 	int plen = group_prefix(prefix, sizeof(prefix), mgid), sent = 0;
 	FILE *f = fopen("/proc/net/unix", "re");
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
-	if (!f || fd < 0) {
-		if (f)
-			fclose(f);
-		if (fd >= 0)
-			close(fd);
+	if (!f)
 		return -errno;
-	}
 	while (fgets(line, sizeof(line), f)) {
 		char *at = strchr(line, '@');
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -73,6 +108,5 @@ int sv_mcast_send(const union ibv_gid *mgid, const struct iovec *iov, int n)
 			sent++;
 	}
 	fclose(f);
-	close(fd);
 	return sent;
 }
