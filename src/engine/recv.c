@@ -665,7 +665,7 @@ void sv_engine_on_conn(struct sv_handler *h, uint32_t events)
 	}
 	/* connecting, or not verified: rare, wait for the lock (only the
 	 * QP's two channels are left to its holder) */
-	if (!c->connected || c->peer_state != SV_PEER_VERIFIED)
+	if (!c->connected || __atomic_load_n(&c->peer_state, __ATOMIC_ACQUIRE) != SV_PEER_VERIFIED)
 		pthread_mutex_lock(&qp->lock);
 	else if (!lock_or_defer(c, qp, &events))
 		return;

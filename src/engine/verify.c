@@ -53,7 +53,7 @@ static void set_state(struct sv_conn *c, enum sv_peer_state s)
 {
 	sv_info("qp %u: inbound channel from qp %u: %s -> %s", c->qp->ibqp.qp_base.qp_num,
 		c->hello.src_qpn, sv_peer_state_name(c->peer_state), sv_peer_state_name(s));
-	c->peer_state = s;
+	__atomic_store_n(&c->peer_state, s, __ATOMIC_RELEASE);   /* on_conn reads it unlocked */
 }
 
 /* The candidates of `qp`, oldest first. */
@@ -67,7 +67,8 @@ static int candidates(struct sv_qp *qp, struct sv_conn **out)
 	sv_list_for_each_safe(pos, tmp, &node->pending) {
 		struct sv_conn *c = sv_container_of(pos, struct sv_conn, pending_link);
 
-		if (c->qp == qp && !c->closed && n < SV_CANDS_MAX)
+		if (c->qp == qp && !__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) &&
+		    n < SV_CANDS_MAX)
 			out[n++] = c;
 	}
 	pthread_mutex_unlock(&node->lock);
@@ -162,7 +163,11 @@ void sv_verify_look(struct sv_qp *qp, bool ask_again)
 /* attach_inbound (recv.c): a HELLO named `qp`, which may take it. */
 void sv_verify_attach(struct sv_qp *qp, struct sv_conn *c)
 {
+	struct sv_node *node = c->node;
+
+	pthread_mutex_lock(&node->lock);        /* candidates() reads it */
 	c->qp = qp;
+	pthread_mutex_unlock(&node->lock);
 	c->nonce = c->hello.data0;
 	set_state(c, SV_PEER_CLAIMED);
 	advance(qp, c, false);
