@@ -38,8 +38,31 @@
 #define FZ_MR2_LEN   4096u
 #define FZ_MR3_LEN   4096u
 
+/* In a SEND with SV_WF_PULL (a pulled SEND) the payload's descriptors take
+ * the same tokens: addr FZ_VA(n, off), key FZ_RKEY(n) -> MR n's lkey.  In
+ * the stranger harness data0 FZ_NONCE_OUT(q) becomes the nonce of QP q's
+ * own outbound channel (0 RC, 1 UC): knowing it must not help a stranger. */
 #define FZ_RKEY(n)   (0xF0000000u | (n))
+#define FZ_NONCE_OUT(q) (0xF00F00F00F00F000ull | (q))
 #define FZ_VA(n, off) (((uint64_t)(0xF000u | (n)) << 48) | (uint64_t)(off))
 #define FZ_VA_OFF_MASK 0x0000FFFFFFFFFFFFull
+
+/* The stream and stranger harnesses: the input's first byte says which
+ * descriptors travel (SCM_RIGHTS) with the first frame, the rest is the
+ * byte stream.  Bits 0-2 pick the set, FZ_FDS_*; bit 3 (stranger only):
+ * the channel is a unix socket of another uid (its descriptors reach the
+ * library), else a socket that is not (TCP's case: the kernel drops them). */
+enum {
+	FZ_FDS_NONE,         /* nothing */
+	FZ_FDS_RING_SEG,     /* a ring memfd (shm/chan.c's own) and our segment: the real offer */
+	FZ_FDS_RING,         /* the ring alone */
+	FZ_FDS_SEG_RING,     /* both, in the wrong order */
+	FZ_FDS_ZERO_SEG,     /* a memfd of the ring's size, all zero (no magic), and the segment */
+	FZ_FDS_NULL_PIPE,    /* /dev/null and a pipe */
+	FZ_FDS_THREE,        /* ring, segment and /dev/null: one more than a HELLO carries */
+	FZ_FDS_BAD_SIZE,     /* a ring whose header lies about its size, and the segment */
+};
+#define FZ_FDS_MASK     7u
+#define FZ_FOREIGN_UNIX 8u
 
 #endif

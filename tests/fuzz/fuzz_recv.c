@@ -10,7 +10,19 @@
  *     size, so that the receive machine stops and resumes at every point of
  *     a frame.  Responses (ACK, NAK, READ_RESP ...) are read and dropped.
  *     The first frame should be a HELLO naming the RC QP (dst_qpn
- *     FZ_QPN_RC) or the UC QP (FZ_QPN_UC), from FZ_PEER_QPN.
+ *     FZ_QPN_RC) or the UC QP (FZ_QPN_UC), from FZ_PEER_QPN.  The input's
+ *     first byte chooses descriptors that travel with that HELLO
+ *     (fuzz.h, FZ_FDS_*): with a real ring memfd and our segment the
+ *     channel moves to the ring, and the harness, as the ring's other end,
+ *     writes the rest of the input there.
+ *   fuzz_stranger (FZ_MODE=FZ_STRANGER): the same, but the peer is a
+ *     stranger (not a same-user unix socket), so its HELLO only makes the
+ *     channel a candidate (engine/verify.c).  The QPs' outbound channels
+ *     reach this harness (SOFTVERBS_TRANSPORT=tcp, as fuzz_resp), which
+ *     reads their questions and never answers, so no claim is ever proven.
+ *     The QPs are set up once; after each input nothing may have changed:
+ *     no byte of any MR, no QP's state, receive queue, expected PSN or
+ *     bound channels, no completion, no descriptor left open.
  *   fuzz_dgram (FZ_MODE=FZ_DGRAM): the input is one byte that chooses the
  *     receive WQE the datagram meets, then one UDP datagram, sent to the UD
  *     QP's port group as another UD QP would: from a socket on the device
@@ -35,6 +47,7 @@
  */
 #define _GNU_SOURCE
 #include <endian.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -48,6 +61,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -65,6 +79,7 @@
 #define FZ_STREAM 0             /* fuzz_stream: the responder's inbound channel */
 #define FZ_DGRAM  1             /* fuzz_dgram: UD datagrams */
 #define FZ_RESP   2             /* fuzz_resp: the completer's outbound channel */
+#define FZ_STRANGER 3           /* fuzz_stranger: an inbound channel whose peer is never proven */
 #ifndef FZ_MODE
 #define FZ_MODE FZ_STREAM
 #endif
@@ -92,7 +107,9 @@ static struct {
 	size_t mr_len[4];
 	uint16_t lid;
 	uint32_t peer_qpn;             /* dest_qp_num of the RC/UC QPs */
-	int listen_fd;                 /* completer harness: we are the peer */
+	int listen_fd;                 /* completer and stranger harnesses: we are the peer */
+	int peer_fd[2];                /* stranger: the RC and UC QPs' outbound channels to us */
+	int selftest;                  /* SOFTVERBS_FUZZ_SELFTEST */
 	bool verbose;
 	int udp_fd;                    /* datagram harness: our sending socket */
 	uint32_t udp_qpn;              /* ... the QPN its port names (slot 1) */
@@ -336,17 +353,22 @@ static void drain_cq(void)
 	struct ibv_wc wc[16];
 	int n;
 
-	while ((n = ibv_poll_cq(F.cq, 16, wc)) > 0)
+	while ((n = ibv_poll_cq(F.cq, 16, wc)) > 0) {
+		/* A completion is a QP's state changed by the stranger. */
+		if (FZ_MODE == FZ_STRANGER)
+			DIE("stranger changed a QP: completion of qp %u wr %lu (%s)", wc[0].qp_num,
+			    (unsigned long)wc[0].wr_id, ibv_wc_status_str(wc[0].status));
 		for (int i = 0; F.verbose && i < n; i++)
 			fprintf(stderr, "fuzz: qp %u wr %lu %s opcode %d len %u imm 0x%x\n",
 				wc[i].qp_num, (unsigned long)wc[i].wr_id,
 				ibv_wc_status_str(wc[i].status), wc[i].opcode, wc[i].byte_len,
 				wc[i].imm_data);
+	}
 	if (n < 0)
 		DIE("ibv_poll_cq: %d", n);
 }
 
-#if FZ_MODE == FZ_RESP
+#if FZ_MODE == FZ_RESP || FZ_MODE == FZ_STRANGER
 static void listen_as_peer(void);
 #else
 static void listen_as_peer(void) { }
@@ -365,7 +387,7 @@ static void setup(void)
 
 	/* No log lines per input; SOFTVERBS_DEBUG still wins if set. */
 	setenv("SOFTVERBS_DEBUG", "0", 0);
-	if (FZ_MODE == FZ_RESP)
+	if (FZ_MODE == FZ_RESP || FZ_MODE == FZ_STRANGER)
 		setenv("SOFTVERBS_TRANSPORT", "tcp", 1);
 	F.verbose = getenv("SOFTVERBS_FUZZ_VERBOSE") && atoi(getenv("SOFTVERBS_FUZZ_VERBOSE"));
 	list = ibv_get_device_list(&n);
@@ -386,10 +408,12 @@ static void setup(void)
 		DIE("pd/cq: %s", strerror(errno));
 	setup_memory();
 	/* SOFTVERBS_FUZZ_SELFTEST proves that the checks work (tests/fuzz/run.sh
-	 * runs both): 1 makes MR 2 remotely writable, so that a WRITE to it
+	 * runs them): 1 makes MR 2 remotely writable, so that a WRITE to it
 	 * breaks the invariant; 2 registers MR 1 8 bytes too long, so that a
-	 * WRITE at its end lands in poisoned guard bytes. */
+	 * WRITE at its end lands in poisoned guard bytes; 3 (stranger) trusts
+	 * the stranger as a same-user unix peer, so that its WRITE lands. */
 	selftest = getenv("SOFTVERBS_FUZZ_SELFTEST") ? atoi(getenv("SOFTVERBS_FUZZ_SELFTEST")) : 0;
+	F.selftest = selftest;
 	F.mr[1] = ibv_reg_mr(F.pd, F.mr_addr[1], F.mr_len[1] + (selftest == 2 ? 8 : 0),
 			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
@@ -405,10 +429,10 @@ static void setup(void)
 		open_udp_peer();
 	} else {
 		F.rc = make_qp(IBV_QPT_RC);
-		if (FZ_MODE == FZ_STREAM)
+		if (FZ_MODE != FZ_RESP)
 			F.uc = make_qp(IBV_QPT_UC);
 	}
-	if (FZ_MODE == FZ_RESP)
+	if (FZ_MODE == FZ_RESP || FZ_MODE == FZ_STRANGER)
 		listen_as_peer();
 }
 
@@ -426,6 +450,26 @@ static void quiesce(void)
 
 /* ---- tokens (fuzz.h) ---- */
 
+static uint64_t patch_va(uint64_t va)
+{
+	if ((va >> 48) >= 0xF001 && (va >> 48) <= 0xF003)
+		return (uint64_t)(uintptr_t)F.mr_addr[(va >> 48) & 3] + (va & FZ_VA_OFF_MASK);
+	return va;
+}
+
+/* The nonce a QP's outbound channel said in its HELLO (stranger harness). */
+static uint64_t out_nonce(struct ibv_qp *qp)
+{
+	struct sv_qp *sqp = to_sqp(qp);
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&sqp->lock);
+	if (sqp->out)
+		n = sqp->out->nonce;
+	pthread_mutex_unlock(&sqp->lock);
+	return n;
+}
+
 static void patch_header(uint8_t *p)
 {
 	struct sv_wire_hdr h;
@@ -440,7 +484,9 @@ static void patch_header(uint8_t *p)
 		h.dst_qpn = htole32(F.rc->qp_num);
 	else if (FZ_MODE == FZ_STREAM && v == FZ_QPN_UC)
 		h.dst_qpn = htole32(F.uc->qp_num);
-	if (FZ_MODE == FZ_RESP && le32toh(h.src_qpn) == FZ_PEER_QPN)
+	else if (FZ_MODE == FZ_STRANGER && v == FZ_QPN_UC)
+		h.dst_qpn = htole32(F.uc->qp_num);
+	if ((FZ_MODE == FZ_RESP || FZ_MODE == FZ_STRANGER) && le32toh(h.src_qpn) == FZ_PEER_QPN)
 		h.src_qpn = htole32(F.peer_qpn);
 	if (FZ_MODE == FZ_DGRAM && le32toh(h.src_qpn) == FZ_PEER_QPN)
 		h.src_qpn = htole32(F.udp_qpn);
@@ -450,9 +496,24 @@ static void patch_header(uint8_t *p)
 	if (v >= FZ_RKEY(1) && v <= FZ_RKEY(3))
 		h.rkey = htole32(F.mr[v & 3]->rkey);
 	va = le64toh(h.va);
-	if ((va >> 48) >= 0xF001 && (va >> 48) <= 0xF003)
-		h.va = htole64((uint64_t)(uintptr_t)F.mr_addr[(va >> 48) & 3] + (va & FZ_VA_OFF_MASK));
+	h.va = htole64(patch_va(va));
+	if (FZ_MODE == FZ_STRANGER && (le64toh(h.data0) & ~1ull) == FZ_NONCE_OUT(0))
+		h.data0 = htole64(out_nonce(le64toh(h.data0) & 1 ? F.uc : F.rc));
 	memcpy(p, &h, sizeof(h));
+}
+
+/* A pulled SEND's descriptors (host order, docs/wire-format.md). */
+static void patch_pulls(uint8_t *p, size_t len)
+{
+	for (size_t o = 0; o + sizeof(struct sv_wire_pull) <= len; o += sizeof(struct sv_wire_pull)) {
+		struct sv_wire_pull d;
+
+		memcpy(&d, p + o, sizeof(d));
+		d.addr = patch_va(d.addr);
+		if (d.key >= FZ_RKEY(1) && d.key <= FZ_RKEY(3))
+			d.key = F.mr[d.key & 3]->lkey;
+		memcpy(p + o, &d, sizeof(d));
+	}
 }
 
 /* Walk the frames as the receive machine will and replace the tokens. */
@@ -461,21 +522,23 @@ static __attribute__((unused)) void patch_stream(uint8_t *buf, size_t n)
 	size_t o = 0;
 
 	while (n - o >= sizeof(struct sv_wire_hdr)) {
-		uint32_t len;
+		struct sv_wire_hdr h;
 
 		patch_header(buf + o);
-		memcpy(&len, buf + o + offsetof(struct sv_wire_hdr, len), 4);
-		len = le32toh(len);
+		memcpy(&h, buf + o, sizeof(h));
+		h.len = le32toh(h.len);
 		o += sizeof(struct sv_wire_hdr);
-		if (len > n - o)
+		if (h.len > n - o)
 			break;
-		o += len;
+		if ((h.opcode == SV_OP_SEND || h.opcode == SV_OP_SEND_IMM) && (h.flags & SV_WF_PULL))
+			patch_pulls(buf + o, h.len);
+		o += h.len;
 	}
 }
 
 /* ---- the stream harness ---- */
 
-#if FZ_MODE == FZ_STREAM || FZ_MODE == FZ_RESP
+#if FZ_MODE != FZ_DGRAM
 static void drain_responses(int fd)
 {
 	uint8_t sink[65536];
@@ -488,66 +551,232 @@ static const size_t chunk_sizes[] = { 1, 63, 64, 65, 7, 4096, 200, 65536, 3, 100
 #define FZ_NCHUNK (sizeof(chunk_sizes) / sizeof(chunk_sizes[0]))
 #endif
 
-#if FZ_MODE == FZ_STREAM
-/* Bytes written to our end of the socketpair that the library has not read. */
-static size_t unread_by_library(int fd)
+#if FZ_MODE == FZ_STREAM || FZ_MODE == FZ_STRANGER
+/* ---- descriptors passed with the first frame (fuzz.h, FZ_FDS_*) ---- */
+
+/* The peer's end of the channel: the socket, and the rings when it
+ * offered a real ring memfd (it made them, as shm/chan.c's connector). */
+struct fz_peer {
+	int sp[2];                     /* sp[0] the library's, sp[1] ours */
+	struct sv_shm_chan ring;
+	bool have_ring;
+};
+
+static int memfd_of(size_t len)
+{
+	int fd = memfd_create("fuzz-not-a-ring", MFD_CLOEXEC);
+
+	if (fd < 0 || ftruncate(fd, (off_t)len))
+		DIE("memfd: %s", strerror(errno));
+	return fd;
+}
+
+/* A ring memfd made by the library itself, our end kept in p->ring. */
+static int make_ring(struct fz_peer *p)
+{
+	int fd = sv_shm_chan_create(&p->ring);
+
+	if (fd < 0)
+		DIE("sv_shm_chan_create: %s", strerror(-fd));
+	p->have_ring = true;
+	return fd;
+}
+
+static int open_or_die(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		DIE("%s: %s", path, strerror(errno));
+	return fd;
+}
+
+/* The descriptors of choice `k`; returns how many. */
+static int make_fds(struct fz_peer *p, unsigned k, int fds[3])
+{
+	int pfd[2];
+
+	switch (k & FZ_FDS_MASK) {
+	case FZ_FDS_RING_SEG:
+		fds[0] = make_ring(p);
+		fds[1] = dup(sv_seg_fd());
+		return 2;
+	case FZ_FDS_RING:
+		fds[0] = make_ring(p);
+		return 1;
+	case FZ_FDS_SEG_RING:
+		fds[0] = dup(sv_seg_fd());
+		fds[1] = make_ring(p);
+		return 2;
+	case FZ_FDS_ZERO_SEG:
+		fds[0] = make_ring(p);
+		fds[1] = memfd_of(p->ring.len);  /* the ring's size, not its contents */
+		close(fds[0]);
+		fds[0] = fds[1];
+		fds[1] = dup(sv_seg_fd());
+		return 2;
+	case FZ_FDS_NULL_PIPE:
+		if (pipe2(pfd, O_CLOEXEC))
+			DIE("pipe: %s", strerror(errno));
+		fds[0] = open_or_die("/dev/null");
+		fds[1] = pfd[0];
+		close(pfd[1]);
+		return 2;
+	case FZ_FDS_THREE:
+		fds[0] = make_ring(p);
+		fds[1] = dup(sv_seg_fd());
+		fds[2] = open_or_die("/dev/null");
+		return 3;
+	case FZ_FDS_BAD_SIZE:
+		fds[0] = make_ring(p);
+		p->ring.tx->size *= 2;           /* ring 0's header: what attach reads */
+		fds[1] = dup(sv_seg_fd());
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+/* Our first write: the first frame, with the chosen descriptors.  Ours are
+ * closed after it: the message holds its own references. */
+static size_t send_first(struct fz_peer *p, unsigned k, const uint8_t *buf, size_t size)
+{
+	union { char b[CMSG_SPACE(3 * sizeof(int))]; struct cmsghdr align; } u;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = size < 64 ? size : 64 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fds[3], n = make_fds(p, k, fds);
+	ssize_t w;
+
+	if (n && iov.iov_len) {
+		struct cmsghdr *cm;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.b;
+		mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+	}
+	w = iov.iov_len ? sendmsg(p->sp[1], &mh, MSG_NOSIGNAL) : 0;
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	if (w < 0)
+		DIE("sendmsg: %s", strerror(errno));
+	return (size_t)w;
+}
+
+/* ---- the stream harnesses ---- */
+
+/* Bytes written to the library that it has not read: in the ring once the
+ * channel moved there, else on our end of the socket. */
+static size_t unread_by_library(struct sv_conn *c, struct fz_peer *p)
 {
 	int outq = 0;
 
-	if (ioctl(fd, SIOCOUTQ, &outq))
+	if (c->shm_on && p->have_ring)
+		return (size_t)(__atomic_load_n(&p->ring.tx->tail, __ATOMIC_ACQUIRE) -
+				__atomic_load_n(&p->ring.tx->head, __ATOMIC_ACQUIRE));
+	if (ioctl(p->sp[1], SIOCOUTQ, &outq))
 		return 0;
 	return (size_t)outq;
 }
 
-static void run_stream(const uint8_t *data, size_t size)
+/* Write the next chunk where the library reads it now. */
+static size_t feed(struct sv_conn *c, struct fz_peer *p, const uint8_t *buf, size_t n)
 {
-	struct sv_conn *c;
-	size_t off = 0, k = 0, last_unread = (size_t)-1;
-	int sp[2], idle = 0;
-	bool eof = false;
+	if (c->shm_on && p->have_ring) {
+		struct iovec iov = { .iov_base = (void *)buf, .iov_len = n };
 
-	memcpy(F.buf, data, size);
-	patch_stream(F.buf, size);
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp))
+		return sv_ring_write(p->ring.tx, p->ring.size, &iov, 1, &p->ring.tx_head_seen);
+	} else {
+		ssize_t w = write(p->sp[1], buf, n);
+
+		return w > 0 ? (size_t)w : 0;
+	}
+}
+
+static void drain_peer(struct sv_conn *c, struct fz_peer *p)
+{
+	uint8_t sink[65536];
+	struct iovec iov = { .iov_base = sink, .iov_len = sizeof(sink) };
+
+	drain_responses(p->sp[1]);           /* frames, or doorbell bytes */
+	if (c->shm_on && p->have_ring)
+		while (sv_ring_read(p->ring.rx, p->ring.size, &iov, 1, &p->ring.rx_rd))
+			;
+}
+
+/* The channel's socketpair.  A stranger of another uid (bit 3 of the first
+ * byte) needs root: the socket then carries that uid (SO_PEERCRED), made
+ * with this thread's effective uid changed for the call (the raw system
+ * call changes this thread's only). */
+#define FZ_OTHER_UID 65534
+
+static bool make_pair(int sp[2], bool other_uid)
+{
+	bool as_other = other_uid && geteuid() == 0;
+	int r;
+
+	if (as_other && syscall(SYS_setresuid, -1, FZ_OTHER_UID, -1))
+		DIE("setresuid: %s", strerror(errno));
+	r = socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp);
+	if (as_other && syscall(SYS_setresuid, -1, 0, -1))
+		DIE("setresuid back: %s", strerror(errno));
+	if (r)
 		DIE("socketpair: %s", strerror(errno));
+	return as_other;
+}
 
-	/* Hold off the progress thread's reaping: a channel that closes while
-	 * we drive it stays readable until we are done (node->drivers). */
-	__atomic_add_fetch(&F.node->drivers, 1, __ATOMIC_SEQ_CST);
-	/* An accepted channel (recv.c's accept_all), but never started
-	 * (sv_conn_start): the progress thread does not see it, this thread
-	 * alone drives it, and runs are deterministic. */
-	c = sv_conn_new(F.node, sp[0], false, true);
+/* An accepted channel (recv.c's accept_all), but never started
+ * (sv_conn_start): the progress thread does not see it, this thread alone
+ * drives it, and runs are deterministic. */
+static struct sv_conn *accept_channel(int fd, bool is_unix)
+{
+	struct sv_conn *c = sv_conn_new(F.node, fd, false, true);
+
 	if (!c)
 		DIE("sv_conn_new failed");
-	/* A same-host socket of our own user: its peer is trusted once the
-	 * HELLO names the QP's peer (engine/verify.c), so the input reaches
-	 * the responder. */
-	c->is_unix = true;
+	c->is_unix = is_unix;
+	pthread_mutex_lock(&F.node->lock);
+	sv_list_add_tail(&F.node->pending, &c->pending_link);
+	pthread_mutex_unlock(&F.node->lock);
+	return c;
+}
+
+/* Feed buf to the channel in chunks of varying size, driving it after
+ * each, until the library has read everything and seen our EOF, or closed
+ * the channel.  Nothing but the HELLO goes before the library took it: a
+ * channel that moves to rings reads the rest there. */
+static void drive(struct sv_conn *c, struct fz_peer *p, const uint8_t *buf, size_t size,
+		  size_t off)
+{
+	size_t k = 0, last_unread = (size_t)-1;
+	int idle = 0;
+	bool eof = false;
 
 	while (idle < 200) {
 		size_t unread;
 		bool progress = false;
 
-		if (off < size) {
+		if (off < size && (c->qp || c->closed)) {
 			size_t want = chunk_sizes[k++ % FZ_NCHUNK];
-			ssize_t w = write(sp[1], F.buf + off, want < size - off ? want : size - off);
+			size_t w = feed(c, p, buf + off, want < size - off ? want : size - off);
 
-			if (w > 0) {
-				off += (size_t)w;
-				progress = true;
-			}
+			off += w;
+			progress = w > 0;
 		}
 		if (!c->closed)
 			sv_engine_on_conn(&c->h, EPOLLIN | EPOLLOUT);
-		drain_responses(sp[1]);
+		drain_peer(c, p);
 		drain_cq();                  /* the application-driven path, too */
 		if (c->closed)
 			break;
-		unread = unread_by_library(sp[1]);
+		unread = unread_by_library(c, p);
 		if (off == size && unread == 0 && !eof) {
 			/* All consumed: the peer goes away. */
-			shutdown(sp[1], SHUT_WR);
+			shutdown(p->sp[1], SHUT_WR);
 			eof = true;
 			progress = true;
 		}
@@ -556,6 +785,85 @@ static void run_stream(const uint8_t *data, size_t size)
 		last_unread = unread;
 		idle = progress ? 0 : idle + 1;
 	}
+}
+
+/* What a leak report shows: every descriptor open now. */
+static void list_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char path[300], target[300];
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n > 0 && e->d_name[0] != '.')
+			fprintf(stderr, "  fd %s -> %.*s\n", e->d_name, (int)n, target);
+	}
+	if (d)
+		closedir(d);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		DIE("/proc/self/fd: %s", strerror(errno));
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1;                        /* the directory's own */
+}
+
+/* Every descriptor the input made is closed by now.  The progress thread
+ * may be between an open and a close of its own: look again a while. */
+static void check_fds(int before)
+{
+	int now = count_fds();
+
+	for (int i = 0; i < 100 && now > before; i++) {
+		usleep(1000);
+		quiesce();
+		now = count_fds();
+	}
+	if (now > before) {
+		list_fds();
+		DIE("%d descriptor(s) leaked by the input (%d open before, %d after)",
+		    now - before, before, now);
+	}
+}
+#endif
+
+#if FZ_MODE == FZ_STREAM
+static void run_stream(const uint8_t *data, size_t size)
+{
+	struct fz_peer p = { 0 };
+	struct sv_conn *c;
+	unsigned fds;
+	size_t off;
+	int before = count_fds();
+
+	if (size < 1)
+		return;
+	fds = data[0];
+	memcpy(F.buf, data + 1, --size);
+	patch_stream(F.buf, size);
+	make_pair(p.sp, false);
+
+	/* Hold off the progress thread's reaping: a channel that closes while
+	 * we drive it stays readable until we are done (node->drivers). */
+	__atomic_add_fetch(&F.node->drivers, 1, __ATOMIC_SEQ_CST);
+	/* A same-host socket of our own user: its peer is trusted once the
+	 * HELLO names the QP's peer (engine/verify.c), so the input reaches
+	 * the responder. */
+	c = accept_channel(p.sp[0], true);
+	off = send_first(&p, fds, F.buf, size);
+	drive(c, &p, F.buf, size, off);
 	/* A channel that never named a QP is ours to close; one that did is
 	 * closed by the QP's reset below. */
 	if (!c->closed && !c->qp)
@@ -565,8 +873,144 @@ static void run_stream(const uint8_t *data, size_t size)
 	qp_fresh(F.rc, 0);
 	qp_fresh(F.uc, 0);
 	drain_cq();
-	close(sp[1]);
+	close(p.sp[1]);
+	if (p.have_ring)
+		sv_shm_chan_destroy(&p.ring);
 	quiesce();
+	check_fds(before);
+}
+#endif
+
+#if FZ_MODE == FZ_STRANGER
+/* What a stranger must leave as it found it. */
+struct qp_snap {
+	enum ibv_qp_state state;
+	struct sv_conn *in, *out;
+	uint32_t epsn, rq_head, rq_tail;
+	bool nak_sent;
+	enum sv_link_state link;
+};
+
+static struct qp_snap snap(struct ibv_qp *qp)
+{
+	struct sv_qp *s = to_sqp(qp);
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	struct qp_snap r;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		DIE("ibv_query_qp");
+	pthread_mutex_lock(&s->lock);
+	r = (struct qp_snap){ .state = a.qp_state, .in = s->in, .out = s->out, .epsn = s->epsn,
+			      .rq_head = s->rq.head, .rq_tail = s->rq.tail,
+			      .nak_sent = s->nak_sent, .link = s->link };
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+static void check_snap(struct ibv_qp *qp, const struct qp_snap *was)
+{
+	struct qp_snap now = snap(qp);
+
+#define FZ_SAME(f, what) \
+	if (now.f != was->f) \
+		DIE("stranger changed qp %u: %s", qp->qp_num, what)
+	FZ_SAME(state, "its state");
+	FZ_SAME(in, "its inbound channel");
+	FZ_SAME(out, "its outbound channel");
+	FZ_SAME(epsn, "its expected PSN");
+	FZ_SAME(rq_head, "its receive queue");
+	FZ_SAME(rq_tail, "its receive queue");
+	FZ_SAME(nak_sent, "its NAK state");
+	FZ_SAME(link, "its link state");
+#undef FZ_SAME
+}
+
+/* The invariant, for every MR (MR 1 too) and the guard bytes. */
+static void check_all_memory(void)
+{
+	poison_guards(false);
+	if (memcmp(F.body, F.ref, F.body_len)) {
+		for (size_t i = 0; i < F.body_len; i++) {
+			int n;
+
+			if (F.body[i] == F.ref[i])
+				continue;
+			in_mr(i, &n);
+			DIE("stranger changed memory: byte %zu (%s%d) is 0x%02x, not 0x%02x", i,
+			    n ? "MR " : "guard ", n, F.body[i], F.ref[i]);
+		}
+	}
+	poison_guards(true);
+}
+
+/* Our channel, before we close it: a candidate still, never bound. */
+static void check_unbound(struct sv_conn *c)
+{
+	struct ibv_qp *qps[2] = { F.rc, F.uc };
+
+	for (int i = 0; i < 2; i++) {
+		struct sv_qp *s = to_sqp(qps[i]);
+
+		if (s->in == c || s->out == c)
+			DIE("stranger changed qp %u: its channel became the QP's", qps[i]->qp_num);
+	}
+	if (c->peer_state == SV_PEER_VERIFIED)
+		DIE("stranger changed its channel: verified");
+}
+
+static void close_channel(struct sv_conn *c)
+{
+	struct sv_qp *qp = c->qp;
+
+	if (qp)
+		pthread_mutex_lock(&qp->lock);
+	if (!c->closed) {
+		check_unbound(c);
+		sv_conn_close(c);
+	}
+	if (qp)
+		pthread_mutex_unlock(&qp->lock);
+}
+
+static void run_stranger(const uint8_t *data, size_t size)
+{
+	struct fz_peer p = { 0 };
+	struct qp_snap rc = snap(F.rc), uc = snap(F.uc);
+	struct sv_conn *c;
+	unsigned fds;
+	size_t off;
+	bool is_unix;
+	int before = count_fds();
+
+	if (size < 1)
+		return;
+	fds = data[0];
+	memcpy(F.buf, data + 1, --size);
+	patch_stream(F.buf, size);
+	/* Self-test 3: a socket of our own user, trusted as such. */
+	is_unix = make_pair(p.sp, fds & FZ_FOREIGN_UNIX) || F.selftest == 3;
+
+	__atomic_add_fetch(&F.node->drivers, 1, __ATOMIC_SEQ_CST);
+	c = accept_channel(p.sp[0], is_unix);
+	off = send_first(&p, fds, F.buf, size);
+	drive(c, &p, F.buf, size, off);
+	if (c->qp || c->closed)
+		check_unbound(c);
+	close_channel(c);
+	__atomic_sub_fetch(&F.node->drivers, 1, __ATOMIC_SEQ_CST);
+
+	close(p.sp[1]);
+	if (p.have_ring)
+		sv_shm_chan_destroy(&p.ring);
+	for (int i = 0; i < 2; i++)
+		drain_responses(F.peer_fd[i]);   /* the questions the QPs asked */
+	quiesce();
+	drain_cq();
+	check_all_memory();
+	check_snap(F.rc, &rc);
+	check_snap(F.uc, &uc);
+	check_fds(before);
 }
 #endif
 
@@ -623,7 +1067,7 @@ static void run_dgram(const uint8_t *data, size_t size)
 
 /* ---- the completer harness ---- */
 
-#if FZ_MODE == FZ_RESP
+#if FZ_MODE == FZ_RESP || FZ_MODE == FZ_STRANGER
 /* The RC QP's peer is this harness: a TCP listener on port P, named by the
  * QPN (P << 8) | 1 (SOFTVERBS_TRANSPORT=tcp, so that the library connects
  * to it rather than to a unix socket). */
@@ -638,6 +1082,57 @@ static void listen_as_peer(void)
 		DIE("listener: %s", strerror(errno));
 	F.peer_qpn = ((uint32_t)ntohs(sa.sin_port) << 8) | 1;
 }
+
+static bool wait_fd(int fd, short ev, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = ev };
+
+	return poll(&p, 1, ms) == 1;
+}
+
+/* Accept the QP's channel and read its HELLO: the library connects (and
+ * the progress thread says HELLO) on its own once the QP is in RTR. */
+static int accept_requester(struct ibv_qp *qp)
+{
+	for (int tries = 0; tries < 10; tries++) {
+		struct sv_wire_hdr h;
+		size_t got = 0;
+		int fd;
+
+		if (!wait_fd(F.listen_fd, POLLIN, 5000))
+			break;
+		fd = accept4(F.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		while (got < sizeof(h) && wait_fd(fd, POLLIN, 5000)) {
+			ssize_t r = read(fd, (uint8_t *)&h + got, sizeof(h) - got);
+
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+		if (got == sizeof(h) && sv_wire_decode(&h) && h.opcode == SV_OP_HELLO &&
+		    h.src_qpn == qp->qp_num && h.dst_qpn == F.peer_qpn)
+			return fd;
+		close(fd);
+	}
+	DIE("QP %u did not connect to its peer (this harness) within 5 s", qp->qp_num);
+}
+#endif
+
+#if FZ_MODE == FZ_STRANGER
+/* The QPs' outbound channels reach us: the peer a stranger claims to be.
+ * It never answers, so candidates stay candidates. */
+static void stranger_setup(void)
+{
+	qp_fresh(F.rc, 0);
+	F.peer_fd[0] = accept_requester(F.rc);
+	qp_fresh(F.uc, 0);
+	F.peer_fd[1] = accept_requester(F.uc);
+}
+#endif
+
+#if FZ_MODE == FZ_RESP
 
 /* RESET -> INIT -> RTR -> RTS: a requester whose retries never fire during
  * an input (ack timeout 4 s). */
@@ -708,13 +1203,6 @@ static void post_requests(struct ibv_qp *qp)
 	post_send(qp, &wr);
 }
 
-static bool wait_fd(int fd, short ev, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = ev };
-
-	return poll(&p, 1, ms) == 1;
-}
-
 /* Connections the library made before the previous input's reset. */
 static void drop_stale_connections(void)
 {
@@ -722,35 +1210,6 @@ static void drop_stale_connections(void)
 
 	while ((fd = accept4(F.listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
 		close(fd);
-}
-
-/* Accept the QP's channel and read its HELLO: the library connects (and
- * the progress thread says HELLO) on its own once the QP is in RTR. */
-static int accept_requester(void)
-{
-	for (int tries = 0; tries < 10; tries++) {
-		struct sv_wire_hdr h;
-		size_t got = 0;
-		int fd;
-
-		if (!wait_fd(F.listen_fd, POLLIN, 5000))
-			break;
-		fd = accept4(F.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		while (got < sizeof(h) && wait_fd(fd, POLLIN, 5000)) {
-			ssize_t r = read(fd, (uint8_t *)&h + got, sizeof(h) - got);
-
-			if (r <= 0)
-				break;
-			got += (size_t)r;
-		}
-		if (got == sizeof(h) && sv_wire_decode(&h) && h.opcode == SV_OP_HELLO &&
-		    h.src_qpn == F.rc->qp_num && h.dst_qpn == F.peer_qpn)
-			return fd;
-		close(fd);
-	}
-	DIE("the RC QP did not connect to its peer (this harness) within 5 s");
 }
 
 static void run_resp(const uint8_t *data, size_t size)
@@ -766,7 +1225,7 @@ static void run_resp(const uint8_t *data, size_t size)
 	drop_stale_connections();
 	qp_rts(F.rc);
 	post_requests(F.rc);
-	fd = accept_requester();
+	fd = accept_requester(F.rc);
 
 	/* Take the channel over from the progress thread (as in run_stream,
 	 * node->drivers keeps a closed channel from being freed under us). */
@@ -832,6 +1291,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		qp_fresh(F.rc, 0);
 		qp_fresh(F.uc, 0);
 	}
+#if FZ_MODE == FZ_STRANGER
+	stranger_setup();
+#endif
 	drain_cq();
 	return 0;
 }
@@ -845,6 +1307,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run_dgram(data, size);
 #elif FZ_MODE == FZ_RESP
 	run_resp(data, size);
+#elif FZ_MODE == FZ_STRANGER
+	run_stranger(data, size);
 #else
 	run_stream(data, size);
 #endif
