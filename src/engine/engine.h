@@ -27,6 +27,9 @@ void sv_engine_on_accept_unix(struct sv_handler *h, uint32_t events);
 void sv_engine_on_dgram(struct sv_handler *h, uint32_t events);
 void sv_engine_on_conn(struct sv_handler *h, uint32_t events);
 void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
+/* An inbound channel still on the node's pending list SV_PENDING_TTL_NS
+ * after it was accepted (told once; node->lock not held): it must go. */
+void sv_engine_pending_expired(struct sv_conn *c);
 
 /* An application thread releases a QP's lock.  The progress thread does
  * not wait for that lock: it leaves the channel's events to the holder

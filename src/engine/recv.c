@@ -664,7 +664,17 @@ void sv_engine_serve_deferred(struct sv_qp *qp)
 	sv_engine_leave(node);
 }
 
-static void accept_all(struct sv_node *node, int lfd, bool is_unix)
+/* A channel whose handshake time ran out (transport/bounds.c); one that
+ * never named a QP has nobody else to answer for it. */
+void sv_engine_pending_expired(struct sv_conn *c)
+{
+	if (!c->qp)
+		sv_conn_close(c);
+}
+
+/* Accept every queued connection; each waits for its HELLO on the node's
+ * pending list, which bounds for how long. */
+static void accept_all(struct sv_pgroup *g, int lfd, bool is_unix)
 {
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -672,15 +682,13 @@ static void accept_all(struct sv_node *node, int lfd, bool is_unix)
 
 		if (fd < 0)
 			return;
-		c = sv_conn_new(node, fd, false, true);
+		c = sv_conn_new(g->node, fd, false, true);
 		if (!c) {
 			close(fd);
 			continue;
 		}
 		c->is_unix = is_unix;
-		pthread_mutex_lock(&node->lock);
-		sv_list_add_tail(&node->pending, &c->pending_link);
-		pthread_mutex_unlock(&node->lock);
+		sv_node_pending_add(g, c);
 		if (sv_conn_start(c))
 			sv_conn_close(c);
 	}
@@ -688,16 +696,12 @@ static void accept_all(struct sv_node *node, int lfd, bool is_unix)
 
 void sv_engine_on_accept(struct sv_handler *h, uint32_t events)
 {
-	struct sv_pgroup *g = sv_container_of(h, struct sv_pgroup, listen_h);
-
-	accept_all(g->node, h->fd, false);
+	accept_all(sv_container_of(h, struct sv_pgroup, listen_h), h->fd, false);
 }
 
 void sv_engine_on_accept_unix(struct sv_handler *h, uint32_t events)
 {
-	struct sv_pgroup *g = sv_container_of(h, struct sv_pgroup, unix_h);
-
-	accept_all(g->node, h->fd, true);
+	accept_all(sv_container_of(h, struct sv_pgroup, unix_h), h->fd, true);
 }
 
 /* ---- datagrams ---- */

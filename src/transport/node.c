@@ -408,7 +408,9 @@ static void *progress_main(void *arg)
 
 	on_progress_thread = true;
 	for (;;) {
-		int timeout = spin_tick(node, serve_rings(node, run_timers(node))), again, n;
+		int timeout = sv_node_bounds_tick(node, run_timers(node)), again, n;
+
+		timeout = spin_tick(node, serve_rings(node, timeout));
 
 		/* Say until when we sleep, then look at the deadlines once more:
 		 * one published before that store is seen now, one published

@@ -79,7 +79,8 @@ struct sv_node {
 	uint32_t ngroups;
 	struct sv_list timers;       /* QPs that have had deadlines (left on it until destroyed) */
 	uint64_t sleep_until;        /* progress thread sleeps until (ns; 0: awake, ~0: no timer) */
-	struct sv_list pending;      /* inbound conns awaiting HELLO */
+	struct sv_list pending;      /* inbound conns awaiting HELLO (bounds.c) */
+	uint64_t pending_due;        /* progress thread: look for expired ones then (ns) */
 	struct sv_list cmds;
 	struct sv_list graveyard;    /* closed conns (node lock) */
 	struct sv_list shm_conns;    /* ring channels (node lock) */
@@ -135,5 +136,15 @@ void sv_node_add_cq(struct sv_node *node, struct sv_cq *cq);
 void sv_node_del_cq(struct sv_node *node, struct sv_cq *cq);
 /* A spin began: make sure the progress thread checks it. */
 void sv_node_spin_watch(struct sv_node *node);
+
+/* Bounded resources (bounds.c).  An inbound connection waits on the
+ * pending list for its handshake for SV_PENDING_TTL_NS; then the engine is told
+ * (sv_engine_pending_expired).  Progress thread only. */
+#define SV_PENDING_TTL_NS (2ull * 1000 * 1000 * 1000)
+struct sv_conn;
+void sv_node_pending_add(struct sv_pgroup *g, struct sv_conn *c);
+/* Expire pending connections that are due; returns
+ * `timeout` (ms, -1: none) shortened to the next such event. */
+int sv_node_bounds_tick(struct sv_node *node, int timeout);
 
 #endif

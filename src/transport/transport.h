@@ -59,6 +59,9 @@ struct sv_conn {
 	struct sv_node *node;
 	struct sv_qp *qp;            /* owner; NULL until the HELLO names it */
 	struct sv_list pending_link; /* node's inbound conns awaiting HELLO */
+	struct sv_pgroup *group;     /* inbound: the port group that accepted it */
+	uint64_t pending_since;      /* inbound: accepted at (ns; transport/bounds.c) */
+	bool pending_told;           /* its handshake time ran out: the engine was told */
 	bool outbound;
 	bool connected;              /* TCP connect finished */
 	bool want_out;               /* EPOLLOUT armed */

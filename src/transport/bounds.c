@@ -1,0 +1,90 @@
+/*
+ * Bounded resources: what a process that merely listens owes strangers.
+ *
+ * Every port group listens on all addresses and on an abstract unix
+ * socket, so anyone on the host (or the network) can connect.  A
+ * connection costs a descriptor and a channel with its staging buffer
+ * until its first frame names a QP; here that cost is bounded in time
+ * (SV_PENDING_TTL_NS).
+ */
+#define _GNU_SOURCE
+
+#include "engine/engine.h"
+#include "transport/node.h"
+#include "transport/transport.h"
+#include "util/time.h"
+
+#define SV_REAP_BATCH 64
+
+/* Milliseconds from now until `at` (0: never, -1), rounded up: a deadline
+ * may be served late, never early. */
+static int ms_until(uint64_t at, uint64_t now)
+{
+	if (!at)
+		return -1;
+	return at <= now ? 0 : (int)((at - now + 999999) / 1000000);
+}
+
+static int sooner(int a, int b)
+{
+	if (a < 0)
+		return b;
+	return b < 0 || a < b ? a : b;
+}
+
+/* ---- connections awaiting their handshake ---- */
+
+void sv_node_pending_add(struct sv_pgroup *g, struct sv_conn *c)
+{
+	struct sv_node *node = g->node;
+
+	c->group = g;
+	c->pending_since = sv_now_ns();
+	pthread_mutex_lock(&node->lock);
+	sv_list_add_tail(&node->pending, &c->pending_link);
+	pthread_mutex_unlock(&node->lock);
+	if (!node->pending_due)      /* an earlier one is due first otherwise */
+		node->pending_due = c->pending_since + SV_PENDING_TTL_NS;
+}
+
+/* Tell the engine about every connection whose handshake time ran out,
+ * once each.  Collected under node->lock, told without it: the engine may
+ * take the QP lock of a connection that named one. */
+static int reap_pending(struct sv_node *node, uint64_t now)
+{
+	struct sv_conn *due[SV_REAP_BATCH];
+	struct sv_list *pos, *tmp;
+	uint64_t next = 0;
+	int n = 0;
+
+	if (!node->pending_due || now < node->pending_due)
+		return ms_until(node->pending_due, now);
+	pthread_mutex_lock(&node->lock);
+	sv_list_for_each_safe(pos, tmp, &node->pending) {
+		struct sv_conn *c = sv_container_of(pos, struct sv_conn, pending_link);
+		uint64_t at = c->pending_since + SV_PENDING_TTL_NS;
+
+		if (c->pending_told)
+			continue;
+		if (at <= now && n < SV_REAP_BATCH) {
+			c->pending_told = true;
+			due[n++] = c;
+		} else if (!next || at < next) {
+			next = at;           /* a full batch leaves some due now: look again at once */
+		}
+	}
+	pthread_mutex_unlock(&node->lock);
+	node->pending_due = next;
+	/* Closed channels are freed by the progress thread only (we are it),
+	 * after its batch: the pointers stay valid meanwhile. */
+	for (int i = 0; i < n; i++)
+		sv_engine_pending_expired(due[i]);
+	return ms_until(next, now);
+}
+
+int sv_node_bounds_tick(struct sv_node *node, int timeout)
+{
+	uint64_t now = sv_now_ns();
+
+	return sooner(timeout, reap_pending(node, now));
+}
