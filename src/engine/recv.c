@@ -672,16 +672,24 @@ void sv_engine_pending_expired(struct sv_conn *c)
 		sv_conn_close(c);
 }
 
-/* Accept every queued connection; each waits for its HELLO on the node's
- * pending list, which bounds for how long. */
+/* Accepts per wake-up: the HELLOs of those accepted are read before more
+ * come in, or a burst of connection setups would fill the pending list. */
+#define SV_ACCEPT_BATCH 16
+
+/* Accept queued connections; each waits for its HELLO on the node's
+ * pending list, which bounds how many and for how long. */
 static void accept_all(struct sv_pgroup *g, int lfd, bool is_unix)
 {
-	for (;;) {
+	for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct sv_conn *c;
 
 		if (fd < 0)
 			return;
+		if (!sv_node_pending_room(g)) {
+			close(fd);       /* left queued, it would keep the listener ready */
+			continue;
+		}
 		c = sv_conn_new(g->node, fd, false, true);
 		if (!c) {
 			close(fd);

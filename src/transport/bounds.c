@@ -4,17 +4,34 @@
  * Every port group listens on all addresses and on an abstract unix
  * socket, so anyone on the host (or the network) can connect.  A
  * connection costs a descriptor and a channel with its staging buffer
- * until its first frame names a QP; here that cost is bounded in time
- * (SV_PENDING_TTL_NS).
+ * until its first frame names a QP; here that cost is bounded in number
+ * (SOFTVERBS_PENDING_MAX per port group) and in time (SV_PENDING_TTL_NS).
  */
 #define _GNU_SOURCE
 
 #include "engine/engine.h"
 #include "transport/node.h"
 #include "transport/transport.h"
+#include "util/log.h"
 #include "util/time.h"
 
 #define SV_REAP_BATCH 64
+
+/* ---- logging: once per process and condition ---- */
+
+enum sv_bound {
+	SV_BOUND_PENDING,    /* a port group's pending list is full */
+	SV_BOUND_N
+};
+
+static void report_once(enum sv_bound b, const struct sv_pgroup *g, const char *what)
+{
+	static bool told[SV_BOUND_N];
+
+	/* a flood would otherwise write a line per connection */
+	if (!__atomic_exchange_n(&told[b], true, __ATOMIC_RELAXED))
+		sv_err("port %u: %s", g->port, what);
+}
 
 /* Milliseconds from now until `at` (0: never, -1), rounded up: a deadline
  * may be served late, never early. */
@@ -33,6 +50,25 @@ static int sooner(int a, int b)
 }
 
 /* ---- connections awaiting their handshake ---- */
+
+bool sv_node_pending_room(struct sv_pgroup *g)
+{
+	struct sv_node *node = g->node;
+	struct sv_list *pos, *tmp;
+	int n = 0;
+
+	/* The list is the count: whoever takes a connection off it (HELLO,
+	 * close) needs to know nothing about this bound. */
+	pthread_mutex_lock(&node->lock);
+	sv_list_for_each_safe(pos, tmp, &node->pending)
+		n += sv_container_of(pos, struct sv_conn, pending_link)->group == g;
+	pthread_mutex_unlock(&node->lock);
+	if (n < node->pending_max)
+		return true;
+	report_once(SV_BOUND_PENDING, g, "too many connections without a handshake "
+		    "(SOFTVERBS_PENDING_MAX), refusing new ones");
+	return false;
+}
 
 void sv_node_pending_add(struct sv_pgroup *g, struct sv_conn *c)
 {

@@ -633,6 +633,7 @@ static struct sv_node *node_create(void)
 	sv_list_init(&node->cqs);
 	node_set_address(node);
 	raise_fd_limit();
+	node->pending_max = sv_pending_max();
 	node->udp_buf = malloc(SV_UDP_BUF);
 	node->epfd = epoll_create1(EPOLL_CLOEXEC);
 	node->wake_h.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -80,6 +80,7 @@ struct sv_node {
 	struct sv_list timers;       /* QPs that have had deadlines (left on it until destroyed) */
 	uint64_t sleep_until;        /* progress thread sleeps until (ns; 0: awake, ~0: no timer) */
 	struct sv_list pending;      /* inbound conns awaiting HELLO (bounds.c) */
+	int pending_max;             /* per port group (SOFTVERBS_PENDING_MAX) */
 	uint64_t pending_due;        /* progress thread: look for expired ones then (ns) */
 	struct sv_list cmds;
 	struct sv_list graveyard;    /* closed conns (node lock) */
@@ -138,10 +139,12 @@ void sv_node_del_cq(struct sv_node *node, struct sv_cq *cq);
 void sv_node_spin_watch(struct sv_node *node);
 
 /* Bounded resources (bounds.c).  An inbound connection waits on the
- * pending list for its handshake for SV_PENDING_TTL_NS; then the engine is told
+ * pending list for its handshake, at most SOFTVERBS_PENDING_MAX per port
+ * group and for SV_PENDING_TTL_NS; then the engine is told
  * (sv_engine_pending_expired).  Progress thread only. */
 #define SV_PENDING_TTL_NS (2ull * 1000 * 1000 * 1000)
 struct sv_conn;
+bool sv_node_pending_room(struct sv_pgroup *g);
 void sv_node_pending_add(struct sv_pgroup *g, struct sv_conn *c);
 /* Expire pending connections that are due; returns
  * `timeout` (ms, -1: none) shortened to the next such event. */
