@@ -684,8 +684,10 @@ static void accept_all(struct sv_pgroup *g, int lfd, bool is_unix)
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct sv_conn *c;
 
-		if (fd < 0)
+		if (fd < 0) {
+			sv_node_accept_failed(g, errno);
 			return;
+		}
 		if (!sv_node_pending_room(g)) {
 			close(fd);       /* left queued, it would keep the listener ready */
 			continue;

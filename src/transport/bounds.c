@@ -5,9 +5,14 @@
  * socket, so anyone on the host (or the network) can connect.  A
  * connection costs a descriptor and a channel with its staging buffer
  * until its first frame names a QP; here that cost is bounded in number
- * (SOFTVERBS_PENDING_MAX per port group) and in time (SV_PENDING_TTL_NS).
+ * (SOFTVERBS_PENDING_MAX per port group) and in time (SV_PENDING_TTL_NS),
+ * a listener that cannot accept for want of descriptors or memory is left
+ * alone for a while instead of waking the progress thread again and again
+ * (epoll is level-triggered).
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <sys/epoll.h>
 
 #include "engine/engine.h"
 #include "transport/node.h"
@@ -15,11 +20,14 @@
 #include "util/log.h"
 #include "util/time.h"
 
+#define SV_ACCEPT_BACKOFF_NS (100ull * 1000 * 1000)
 #define SV_REAP_BATCH 64
 
 /* ---- logging: once per process and condition ---- */
 
 enum sv_bound {
+	SV_BOUND_FDS,        /* accept4: EMFILE / ENFILE */
+	SV_BOUND_MEM,        /* accept4: ENOBUFS / ENOMEM */
 	SV_BOUND_PENDING,    /* a port group's pending list is full */
 	SV_BOUND_N
 };
@@ -118,9 +126,66 @@ static int reap_pending(struct sv_node *node, uint64_t now)
 	return ms_until(next, now);
 }
 
+/* ---- listeners out of descriptors or memory ---- */
+
+static void watch_listeners(struct sv_pgroup *g, bool on)
+{
+	if (on) {
+		sv_node_watch(g->node, &g->listen_h, EPOLLIN);
+		sv_node_watch(g->node, &g->unix_h, EPOLLIN);
+	} else {
+		sv_node_unwatch(g->node, &g->listen_h);
+		sv_node_unwatch(g->node, &g->unix_h);
+	}
+}
+
+void sv_node_accept_failed(struct sv_pgroup *g, int err)
+{
+	struct sv_node *node = g->node;
+
+	if (err == EMFILE || err == ENFILE)
+		report_once(SV_BOUND_FDS, g, "out of descriptors, not accepting "
+			    "connections for a while");
+	else if (err == ENOBUFS || err == ENOMEM)
+		report_once(SV_BOUND_MEM, g, "out of memory, not accepting "
+			    "connections for a while");
+	else
+		return;          /* aborted by the peer, interrupted, drained: as before */
+	/* Both listeners: the descriptor or memory one lacks, the other lacks too. */
+	watch_listeners(g, false);
+	g->accept_resume_ns = sv_now_ns() + SV_ACCEPT_BACKOFF_NS;
+	if (!node->accept_due || g->accept_resume_ns < node->accept_due)
+		node->accept_due = g->accept_resume_ns;
+}
+
+static int resume_listeners(struct sv_node *node, uint64_t now)
+{
+	uint64_t next = 0;
+
+	if (!node->accept_due || now < node->accept_due)
+		return ms_until(node->accept_due, now);
+	pthread_mutex_lock(&node->lock);             /* node->groups may grow */
+	for (uint32_t i = 0; i < node->ngroups; i++) {
+		struct sv_pgroup *g = node->groups[i];
+
+		if (!g->accept_resume_ns)
+			continue;
+		if (g->accept_resume_ns <= now) {
+			g->accept_resume_ns = 0;
+			watch_listeners(g, true);
+		} else if (!next || g->accept_resume_ns < next) {
+			next = g->accept_resume_ns;
+		}
+	}
+	pthread_mutex_unlock(&node->lock);
+	node->accept_due = next;
+	return ms_until(next, now);
+}
+
 int sv_node_bounds_tick(struct sv_node *node, int timeout)
 {
 	uint64_t now = sv_now_ns();
 
-	return sooner(timeout, reap_pending(node, now));
+	timeout = sooner(timeout, reap_pending(node, now));
+	return sooner(timeout, resume_listeners(node, now));
 }

@@ -49,6 +49,7 @@ struct sv_pgroup {
 	struct sv_handler unix_h;    /* same-host channels */
 	struct sv_qp *slot[SV_QP_PER_GROUP];
 	uint32_t used;
+	uint64_t accept_resume_ns;   /* listeners unwatched until then (0: watched; bounds.c) */
 };
 
 /* Work the progress thread runs for another thread (teardown). */
@@ -82,6 +83,7 @@ struct sv_node {
 	struct sv_list pending;      /* inbound conns awaiting HELLO (bounds.c) */
 	int pending_max;             /* per port group (SOFTVERBS_PENDING_MAX) */
 	uint64_t pending_due;        /* progress thread: look for expired ones then (ns) */
+	uint64_t accept_due;         /* progress thread: resume a listener then (ns) */
 	struct sv_list cmds;
 	struct sv_list graveyard;    /* closed conns (node lock) */
 	struct sv_list shm_conns;    /* ring channels (node lock) */
@@ -146,7 +148,10 @@ void sv_node_spin_watch(struct sv_node *node);
 struct sv_conn;
 bool sv_node_pending_room(struct sv_pgroup *g);
 void sv_node_pending_add(struct sv_pgroup *g, struct sv_conn *c);
-/* Expire pending connections that are due; returns
+/* accept4() failed with `err`: without descriptors or memory the group's
+ * listeners are left alone for a while. */
+void sv_node_accept_failed(struct sv_pgroup *g, int err);
+/* Expire pending connections and resume listeners that are due; returns
  * `timeout` (ms, -1: none) shortened to the next such event. */
 int sv_node_bounds_tick(struct sv_node *node, int timeout);
 
