@@ -8,11 +8,14 @@
  * (SOFTVERBS_PENDING_MAX per port group) and in time (SV_PENDING_TTL_NS),
  * a listener that cannot accept for want of descriptors or memory is left
  * alone for a while instead of waking the progress thread again and again
- * (epoll is level-triggered).
+ * (epoll is level-triggered), and the descriptor limit grows with the QPs
+ * rather than to the hard limit at once.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 
 #include "engine/engine.h"
 #include "transport/node.h"
@@ -188,4 +191,33 @@ int sv_node_bounds_tick(struct sv_node *node, int timeout)
 
 	timeout = sooner(timeout, reap_pending(node, now));
 	return sooner(timeout, resume_listeners(node, now));
+}
+
+/* ---- the descriptor limit ---- */
+
+/* Per QP its two channels plus one for a peer's memory or a channel being
+ * replaced; a full pending list per port group; room for the application's own. */
+#define SV_FD_PER_QP 3
+#define SV_FD_MARGIN 256
+#define SV_FD_STEP 256      /* raise in steps: not a system call per QP */
+
+void sv_node_fd_budget(struct sv_node *node)
+{
+	uint64_t qps = 0, want;
+	struct rlimit rl;
+
+	for (uint32_t i = 0; i < node->ngroups; i++)
+		qps += node->groups[i]->used;
+	want = qps * SV_FD_PER_QP + (uint64_t)node->ngroups * (uint64_t)node->pending_max +
+	       SV_FD_MARGIN;
+	if (want <= node->fd_budget)
+		return;
+	want = (want + SV_FD_STEP - 1) / SV_FD_STEP * SV_FD_STEP;
+	node->fd_budget = want;
+	/* Never lowered: the application may have raised it for itself. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		sv_err("descriptor limit: %s", strerror(errno));
 }

@@ -84,6 +84,7 @@ struct sv_node {
 	int pending_max;             /* per port group (SOFTVERBS_PENDING_MAX) */
 	uint64_t pending_due;        /* progress thread: look for expired ones then (ns) */
 	uint64_t accept_due;         /* progress thread: resume a listener then (ns) */
+	uint64_t fd_budget;          /* descriptors asked for so far (node lock) */
 	struct sv_list cmds;
 	struct sv_list graveyard;    /* closed conns (node lock) */
 	struct sv_list shm_conns;    /* ring channels (node lock) */
@@ -143,7 +144,7 @@ void sv_node_spin_watch(struct sv_node *node);
 /* Bounded resources (bounds.c).  An inbound connection waits on the
  * pending list for its handshake, at most SOFTVERBS_PENDING_MAX per port
  * group and for SV_PENDING_TTL_NS; then the engine is told
- * (sv_engine_pending_expired).  Progress thread only. */
+ * (sv_engine_pending_expired).  Progress thread only, except the budget. */
 #define SV_PENDING_TTL_NS (2ull * 1000 * 1000 * 1000)
 struct sv_conn;
 bool sv_node_pending_room(struct sv_pgroup *g);
@@ -154,5 +155,7 @@ void sv_node_accept_failed(struct sv_pgroup *g, int err);
 /* Expire pending connections and resume listeners that are due; returns
  * `timeout` (ms, -1: none) shortened to the next such event. */
 int sv_node_bounds_tick(struct sv_node *node, int timeout);
+/* Raise the descriptor limit as far as the node's QPs need (node lock held). */
+void sv_node_fd_budget(struct sv_node *node);
 
 #endif
