@@ -187,8 +187,11 @@ static int resume_listeners(struct sv_node *node, uint64_t now)
 
 int sv_node_bounds_tick(struct sv_node *node, int timeout)
 {
-	uint64_t now = sv_now_ns();
+	uint64_t now;
 
+	if (!node->pending_due && !node->accept_due)
+		return timeout;      /* every wake-up passes here: no clock read for nothing */
+	now = sv_now_ns();
 	timeout = sooner(timeout, reap_pending(node, now));
 	return sooner(timeout, resume_listeners(node, now));
 }
