@@ -27,6 +27,9 @@ void sv_engine_on_accept_unix(struct sv_handler *h, uint32_t events);
 void sv_engine_on_dgram(struct sv_handler *h, uint32_t events);
 void sv_engine_on_conn(struct sv_handler *h, uint32_t events);
 void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
+/* An inbound channel still on the node's pending list SV_PENDING_TTL_NS
+ * after it was accepted (told once; node->lock not held): it must go. */
+void sv_engine_pending_expired(struct sv_conn *c);
 
 /* An application thread releases a QP's lock.  The progress thread does
  * not wait for that lock: it leaves the channel's events to the holder
@@ -133,8 +136,6 @@ void sv_verify_look(struct sv_qp *qp, bool ask_again);
 void sv_verify_on_question(struct sv_qp *qp, struct sv_conn *c);
 void sv_verify_on_answer(struct sv_qp *qp, struct sv_conn *out);
 void sv_verify_drop_all(struct sv_qp *qp);
-/* The node's reaper: an inbound channel has not proven its peer in time. */
-void sv_engine_pending_expired(struct sv_conn *c);
 
 /* recv.c: the receive machine, shared with drive.c */
 bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp);

@@ -697,23 +697,34 @@ void sv_engine_serve_deferred(struct sv_qp *qp)
 	sv_engine_leave(node);
 }
 
-static void accept_all(struct sv_node *node, int lfd, bool is_unix)
+
+/* Accepts per wake-up: the HELLOs of those accepted are read before more
+ * come in, or a burst of connection setups would fill the pending list. */
+#define SV_ACCEPT_BATCH 16
+
+/* Accept queued connections; each waits for its HELLO on the node's
+ * pending list, which bounds how many and for how long. */
+static void accept_all(struct sv_pgroup *g, int lfd, bool is_unix)
 {
-	for (;;) {
+	for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct sv_conn *c;
 
-		if (fd < 0)
+		if (fd < 0) {
+			sv_node_accept_failed(g, errno);
 			return;
-		c = sv_conn_new(node, fd, false, true);
+		}
+		if (!sv_node_pending_room(g)) {
+			close(fd);       /* left queued, it would keep the listener ready */
+			continue;
+		}
+		c = sv_conn_new(g->node, fd, false, true);
 		if (!c) {
 			close(fd);
 			continue;
 		}
 		c->is_unix = is_unix;
-		pthread_mutex_lock(&node->lock);
-		sv_list_add_tail(&node->pending, &c->pending_link);
-		pthread_mutex_unlock(&node->lock);
+		sv_node_pending_add(g, c);
 		if (sv_conn_start(c))
 			sv_conn_close(c);
 	}
@@ -721,16 +732,12 @@ static void accept_all(struct sv_node *node, int lfd, bool is_unix)
 
 void sv_engine_on_accept(struct sv_handler *h, uint32_t events)
 {
-	struct sv_pgroup *g = sv_container_of(h, struct sv_pgroup, listen_h);
-
-	accept_all(g->node, h->fd, false);
+	accept_all(sv_container_of(h, struct sv_pgroup, listen_h), h->fd, false);
 }
 
 void sv_engine_on_accept_unix(struct sv_handler *h, uint32_t events)
 {
-	struct sv_pgroup *g = sv_container_of(h, struct sv_pgroup, unix_h);
-
-	accept_all(g->node, h->fd, true);
+	accept_all(sv_container_of(h, struct sv_pgroup, unix_h), h->fd, true);
 }
 
 /* ---- datagrams ---- */

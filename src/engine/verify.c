@@ -230,8 +230,10 @@ void sv_engine_pending_expired(struct sv_conn *c)
 {
 	struct sv_qp *qp = c->qp;
 
+	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE))
+		return;
 	if (!qp) {
-		sv_conn_close(c);
+		sv_conn_close(c);        /* it never named a QP */
 		return;
 	}
 	pthread_mutex_lock(&qp->lock);

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -409,7 +408,9 @@ static void *progress_main(void *arg)
 
 	on_progress_thread = true;
 	for (;;) {
-		int timeout = spin_tick(node, serve_rings(node, run_timers(node))), again, n;
+		int timeout = sv_node_bounds_tick(node, run_timers(node)), again, n;
+
+		timeout = spin_tick(node, serve_rings(node, timeout));
 
 		/* Say until when we sleep, then look at the deadlines once more:
 		 * one published before that store is seen now, one published
@@ -574,6 +575,7 @@ int sv_node_alloc_qpn(struct sv_node *node, uint32_t *qpn)
 			*qpn = ((uint32_t)g->port << 8) | s;
 			break;
 		}
+	sv_node_fd_budget(node);
 out:
 	pthread_mutex_unlock(&node->lock);
 	return ret;
@@ -636,17 +638,6 @@ struct sv_qp *sv_node_lookup_qp(struct sv_node *node, uint32_t qpn)
 
 /* ---- lifetime ---- */
 
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	/* Two sockets per connected QP: allow thousands of QPs. */
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 static struct sv_node *node_create(void)
 {
 	struct sv_node *node = calloc(1, sizeof(*node));
@@ -662,7 +653,7 @@ static struct sv_node *node_create(void)
 	sv_list_init(&node->shm_conns);
 	sv_list_init(&node->cqs);
 	node_set_address(node);
-	raise_fd_limit();
+	node->pending_max = sv_pending_max();
 	node->udp_buf = malloc(SV_UDP_BUF);
 	node->epfd = epoll_create1(EPOLL_CLOEXEC);
 	node->wake_h.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -52,6 +52,7 @@ struct sv_pgroup {
 	int mcast_fd;                /* sends multicast, named after P (unix/mcast.h) */
 	struct sv_qp *slot[SV_QP_PER_GROUP];
 	uint32_t used;
+	uint64_t accept_resume_ns;   /* listeners unwatched until then (0: watched; bounds.c) */
 };
 
 /* Work the progress thread runs for another thread (teardown). */
@@ -82,7 +83,11 @@ struct sv_node {
 	uint32_t ngroups;
 	struct sv_list timers;       /* QPs that have had deadlines (left on it until destroyed) */
 	uint64_t sleep_until;        /* progress thread sleeps until (ns; 0: awake, ~0: no timer) */
-	struct sv_list pending;      /* inbound conns awaiting HELLO */
+	struct sv_list pending;      /* inbound conns awaiting HELLO (bounds.c) */
+	int pending_max;             /* per port group (SOFTVERBS_PENDING_MAX) */
+	uint64_t pending_due;        /* progress thread: look for expired ones then (ns) */
+	uint64_t accept_due;         /* progress thread: resume a listener then (ns) */
+	uint64_t fd_budget;          /* descriptors asked for so far (node lock) */
 	struct sv_list cmds;
 	struct sv_list graveyard;    /* closed conns (node lock) */
 	struct sv_list shm_conns;    /* ring channels (node lock) */
@@ -138,5 +143,22 @@ void sv_node_add_cq(struct sv_node *node, struct sv_cq *cq);
 void sv_node_del_cq(struct sv_node *node, struct sv_cq *cq);
 /* A spin began: make sure the progress thread checks it. */
 void sv_node_spin_watch(struct sv_node *node);
+
+/* Bounded resources (bounds.c).  An inbound connection waits on the
+ * pending list for its handshake, at most SOFTVERBS_PENDING_MAX per port
+ * group and for SV_PENDING_TTL_NS; then the engine is told
+ * (sv_engine_pending_expired).  Progress thread only, except the budget. */
+#define SV_PENDING_TTL_NS (2ull * 1000 * 1000 * 1000)
+struct sv_conn;
+bool sv_node_pending_room(struct sv_pgroup *g);
+void sv_node_pending_add(struct sv_pgroup *g, struct sv_conn *c);
+/* accept4() failed with `err`: without descriptors or memory the group's
+ * listeners are left alone for a while. */
+void sv_node_accept_failed(struct sv_pgroup *g, int err);
+/* Expire pending connections and resume listeners that are due; returns
+ * `timeout` (ms, -1: none) shortened to the next such event. */
+int sv_node_bounds_tick(struct sv_node *node, int timeout);
+/* Raise the descriptor limit as far as the node's QPs need (node lock held). */
+void sv_node_fd_budget(struct sv_node *node);
 
 #endif

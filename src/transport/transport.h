@@ -72,6 +72,9 @@ struct sv_conn {
 	struct sv_node *node;
 	struct sv_qp *qp;            /* owner; NULL until the HELLO names it */
 	struct sv_list pending_link; /* node's inbound conns awaiting HELLO */
+	struct sv_pgroup *group;     /* inbound: the port group that accepted it */
+	uint64_t pending_since;      /* inbound: accepted at (ns; transport/bounds.c) */
+	bool pending_told;           /* its handshake time ran out: the engine was told */
 	bool outbound;
 	enum sv_peer_state peer_state;
 	uint64_t nonce;              /* outbound: ours, in our HELLO; inbound: the peer's */

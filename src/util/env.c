@@ -28,3 +28,12 @@ bool sv_cma_disabled(void)
 {
 	return sv_env_int("SOFTVERBS_NO_CMA", 0);
 }
+
+/* At least one: a port group that refused every connection could never be
+ * reached at all. */
+int sv_pending_max(void)
+{
+	int n = sv_env_int("SOFTVERBS_PENDING_MAX", 256);
+
+	return n < 1 ? 1 : n;
+}
