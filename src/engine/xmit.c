@@ -23,6 +23,7 @@ void sv_frame_init(struct sv_txframe *f, enum sv_op op, uint32_t dst, uint32_t s
 	f->total = sizeof(f->hdr);
 	f->done = 0;
 	f->in_use = true;
+	f->mr_pd = NULL;
 }
 
 void sv_frame_add(struct sv_txframe *f, void *addr, size_t len)
@@ -45,6 +46,27 @@ static void frame_shorten(const struct sv_conn *c, struct sv_txframe *f)
 		return;
 	f->hdr.flags |= SV_WF_SHORT;
 	f->total -= sizeof(f->hdr) - SV_WIRE_SHORT_LEN;
+}
+
+/* A READ response's payload is our registered memory: each write of it
+ * holds the MR read lock and finds its MR still there (true, lock held),
+ * or ends the channel, whose peer sees its header without the payload:
+ * the requester reconnects, asks again and gets a REM_ACCESS NAK. */
+static bool frame_mr_hold(struct sv_conn *c, struct sv_txframe *f)
+{
+	sv_mr_rdlock();
+	if (__builtin_expect(f->mr_epoch == sv_mr_epoch, 1))
+		return true;
+	if (sv_mr_still(f->mr_pd, f->mr_key, f->mr_va, f->seg[0].iov_len, SV_REMOTE_READ,
+			f->seg[0].iov_base)) {
+		f->mr_epoch = sv_mr_epoch;
+		return true;
+	}
+	sv_mr_unlock();
+	sv_info("qp %u: READ response psn %u lost its memory, channel closed",
+		c->qp->ibqp.qp_base.qp_num, SV_WIRE_GET32(f->hdr.psn));
+	sv_conn_lost(c);
+	return false;
 }
 
 /* Write as much of `f` as the channel takes.  Returns true when complete. */
@@ -78,9 +100,13 @@ static bool frame_write(struct sv_conn *c, struct sv_txframe *f)
 			skip = 0;
 			n++;
 		}
+		if (f->mr_pd && !frame_mr_hold(c, f))
+			return false;
 		sv_dma_begin();    /* payloads are often application memory (util/tsan.h) */
 		r = sv_conn_writev(c, iov, n);
 		sv_dma_end();
+		if (f->mr_pd)
+			sv_mr_unlock();
 		if (r <= 0)
 			return false;
 		f->done += r;

@@ -34,12 +34,23 @@ enum sv_rx_state {
 	SV_RX_PAYLOAD,    /* placing payload bytes */
 };
 
-/* Where incoming payload bytes go: a list of segments, or nowhere (discard). */
+struct ibv_pd;
+
+/* Where incoming payload bytes go: a list of segments, or nowhere (discard).
+ * The segments are registered memory; what they were translated from is
+ * kept so that each step that writes them checks they still are
+ * (engine/place.c). */
 struct sv_place {
 	struct iovec seg[SV_PLACE_MAX_SEG];
+	uint32_t key[SV_PLACE_MAX_SEG];   /* the key and address each came from */
+	uint64_t va[SV_PLACE_MAX_SEG];
+	struct ibv_pd *pd;
+	uint32_t epoch;              /* the MR epoch the translation is good at */
+	uint8_t dir;                 /* enum sv_access_dir */
 	int nseg, cur;
 	size_t cur_off;
 	bool discard;
+	bool revoked;                /* an MR went away mid-payload: the rest was discarded */
 };
 
 /* One frame being transmitted: header plus payload segments. */
@@ -50,6 +61,11 @@ struct sv_txframe {
 	size_t total, done;
 	bool in_use;
 	uint32_t wqe_idx;            /* requester: SQ index it belongs to */
+	/* a READ response: its payload seg[0] is our registered memory, checked
+	 * before each write (engine/xmit.c); mr_pd NULL for any other frame */
+	struct ibv_pd *mr_pd;
+	uint32_t mr_key, mr_epoch;
+	uint64_t mr_va;
 };
 
 #define SV_RESPQ_LEN 32

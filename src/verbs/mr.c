@@ -25,6 +25,7 @@ static pthread_rwlock_t mr_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct sv_mr **mr_table;
 static uint32_t mr_slots;
 static uint8_t *mr_tag;
+uint32_t sv_mr_epoch;
 
 #define SV_MR_MANDATORY_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 	IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | \
@@ -249,8 +250,10 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 		sv_pd_get(pd);
 		mr->ibmr.pd = pd;
 	}
-	/* New keys, as after a real re-registration: old rkeys stop working. */
+	/* New keys, as after a real re-registration: old rkeys stop working,
+	 * and translations kept by the engine are checked again. */
 	new_key(mr);
+	sv_mr_epoch++;
 	publish(mr);
 	pthread_rwlock_unlock(&mr_lock);
 	return 0;
@@ -262,6 +265,7 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 
 	pthread_rwlock_wrlock(&mr_lock);
 	mr_table[mr->index] = NULL;
+	sv_mr_epoch++;          /* translations kept by the engine are checked again */
 	pthread_rwlock_unlock(&mr_lock);
 	sv_seg_mr_retract(mr->index);
 	sv_mrmap_unshare(mr->share);
