@@ -500,7 +500,11 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 			complete_recv(qp, c, h);
 		sv_resp_batch_end(qp, c);      /* before the channel goes down */
 		sv_info("qp %u: responder error, NAK %u", qp->ibqp.qp_base.qp_num, qp->rctx.nak);
-		sv_qp_to_error(qp);
+		/* A READ response before it lost its memory mid-frame and took
+		 * the channel, and the NAK, with it (xmit.c): the requester asks
+		 * again and gets the NAK then. */
+		if (!c->mr_lost)
+			sv_qp_to_error(qp);
 		return;
 	}
 	if (!qp->rctx.drop && is_rc(qp))

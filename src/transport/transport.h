@@ -66,6 +66,7 @@ struct sv_txframe {
 	struct ibv_pd *mr_pd;
 	uint32_t mr_key, mr_epoch;
 	uint64_t mr_va;
+	bool fatal;                  /* a NAK that takes the QP to ERR once written */
 };
 
 #define SV_RESPQ_LEN 32
@@ -82,6 +83,7 @@ struct sv_conn {
 	bool dead;                   /* EOF or error seen */
 	bool closed;                 /* on the node's graveyard, freed after the batch */
 	bool is_unix;                /* same-host socket: can carry fds, knows its peer */
+	bool mr_lost;                /* closed: a READ response lost its memory mid-frame */
 	bool turn_ok;                /* both ways: outbound, requests may come in
 				      * (we said so); inbound, ours may go out (the
 				      * peer did) (engine/req.c) */
