@@ -355,6 +355,20 @@ static void rx_frames(struct sv_conn *c)
 
 /* ---- channel lifecycle ---- */
 
+/* A socket that failed on a write may still hold the peer's last
+ * responses: its fatal NAK, sent just before it closed while our requests
+ * were still going out.  They are read before the channel is given up. */
+static void read_last_words(struct sv_conn *c)
+{
+	if (c->shm_on || c->closed || !c->connected || c->qp->link != SV_LINK_UP ||
+	    c->qp->attr.qp_state == IBV_QPS_ERR)
+		return;
+	c->dead = false;
+	rx_wakeup(c);
+	rx_frames(c);
+	c->dead = true;
+}
+
 void sv_conn_lost(struct sv_conn *c)
 {
 	struct sv_qp *qp = c->qp;
@@ -363,6 +377,8 @@ void sv_conn_lost(struct sv_conn *c)
 		sv_conn_close(c);
 		return;
 	}
+	if (c == qp->out)
+		read_last_words(c);
 	if (c == qp->out) {
 		qp->out = NULL;
 		sv_conn_close(c);
