@@ -8,7 +8,8 @@
  * The table is per process and guarded by one rwlock: the engine holds it
  * for reading while it copies into or out of registered memory, so
  * ibv_dereg_mr (write lock) returns only once no copy into that region is
- * in progress; later accesses fail the lookup.
+ * in progress; later accesses fail the lookup, and translations the engine
+ * kept from before see the epoch moved and look again (engine/place.c).
  */
 #include <errno.h>
 #include <stdint.h>
