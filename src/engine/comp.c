@@ -166,10 +166,8 @@ void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
 			sv_engine_protocol_error(c, "READ response does not match its request");
 			return;
 		}
-		qp->cctx.status = sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge,
-						   SV_LOCAL_WRITE, c->place.seg, &c->place.nseg,
-						   &total);
-		c->place.discard = qp->cctx.status != IBV_WC_SUCCESS;
+		qp->cctx.status = sv_place_sges(&c->place, qp->ibqp.qp_base.pd, w->sge,
+						w->num_sge, SV_LOCAL_WRITE, &total);
 	} else if (w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 		   w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		sv_engine_protocol_error(c, "atomic response to another request");
@@ -228,6 +226,11 @@ void sv_comp_end(struct sv_qp *qp, struct sv_conn *c)
 		on_nak(qp, h);
 		break;
 	case SV_OP_READ_RESP:
+		/* its buffer was deregistered while the data arrived */
+		if (c->place.revoked && qp->cctx.status == IBV_WC_SUCCESS)
+			qp->cctx.status = IBV_WC_LOC_PROT_ERR;
+		finish_rd_atomic(qp, h);
+		break;
 	case SV_OP_ATOMIC_RESP:
 		finish_rd_atomic(qp, h);
 		break;

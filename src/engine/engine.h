@@ -146,7 +146,6 @@ void sv_rx_serve(struct sv_conn *c);
 void sv_conn_lost(struct sv_conn *c);
 void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf);
 void sv_engine_protocol_error(struct sv_conn *c, const char *why);
-void sv_place_reset(struct sv_place *p);
 
 /* xmit.c */
 void sv_xmit_flush(struct sv_conn *c);            /* write pending frames */
@@ -173,10 +172,31 @@ void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src);
 void sv_frame_init(struct sv_txframe *f, enum sv_op op, uint32_t dst, uint32_t src, uint32_t psn);
 void sv_frame_add(struct sv_txframe *f, void *addr, size_t len);
 
-/* Gather a local SGE list into placement segments after checking keys.
- * Returns IBV_WC_SUCCESS or the local error status. */
+/* place.c: placement into registered memory, checked at every step. */
+/* Gather a local SGE list into segments after checking keys (the MR lock
+ * taken inside, or held by the caller of sv_sges_translate).  Returns
+ * IBV_WC_SUCCESS or the local error status. */
 enum ibv_wc_status sv_sges_to_place(struct ibv_pd *pd, const struct sv_sge *sge, uint32_t n,
 				    enum sv_access_dir dir, struct iovec *seg, int *nseg,
 				    size_t *total);
+enum ibv_wc_status sv_sges_translate(struct ibv_pd *pd, const struct sv_sge *sge, uint32_t n,
+				     enum sv_access_dir dir, struct iovec *seg, int *nseg,
+				     size_t *total);
+void sv_place_reset(struct sv_place *p);
+/* Aim a placement at an SGE list, or at [va, va+len) of MR `key`; it
+ * accepts bytes (discard false) only if the translation succeeded. */
+enum ibv_wc_status sv_place_sges(struct sv_place *p, struct ibv_pd *pd,
+				 const struct sv_sge *sge, uint32_t n, enum sv_access_dir dir,
+				 size_t *total);
+bool sv_place_mr(struct sv_place *p, struct ibv_pd *pd, uint32_t key, uint64_t va,
+		 uint32_t len, enum sv_access_dir dir);
+size_t sv_place_left(const struct sv_place *p);
+void sv_place_advance(struct sv_place *p, size_t n);
+/* Before one step that writes the placement's memory: true with the MR
+ * read lock held (release it with sv_mr_unlock right after the step), or
+ * false, no lock held, when an MR of it went away (`revoked`: the rest is
+ * discarded, the request fails at its end).  Never across a blocking call. */
+bool sv_place_hold(struct sv_place *p);
+void sv_place_copy(struct sv_place *p, const uint8_t *src, size_t n);
 
 #endif

@@ -27,60 +27,6 @@
 
 static void rx_frames(struct sv_conn *c);
 
-/* ---- payload placement ---- */
-
-static size_t place_left(const struct sv_place *p)
-{
-	size_t n = 0;
-
-	for (int i = p->cur; i < p->nseg; i++)
-		n += p->seg[i].iov_len - (i == p->cur ? p->cur_off : 0);
-	return n;
-}
-
-static void place_advance(struct sv_place *p, size_t n)
-{
-	while (n && p->cur < p->nseg) {
-		size_t room = p->seg[p->cur].iov_len - p->cur_off;
-		size_t k = n < room ? n : room;
-
-		p->cur_off += k;
-		n -= k;
-		if (p->cur_off == p->seg[p->cur].iov_len) {
-			p->cur++;
-			p->cur_off = 0;
-		}
-	}
-}
-
-/* Copy staged bytes to the destination segments (registered memory).
- * That is DMA into the application's buffers: hidden from TSan (util/tsan.h). */
-static void place_copy(struct sv_place *p, const uint8_t *src, size_t n)
-{
-	if (p->discard)
-		return;
-	sv_mr_rdlock();
-	sv_dma_begin();
-	while (n && p->cur < p->nseg) {
-		size_t room = p->seg[p->cur].iov_len - p->cur_off;
-		size_t k = n < room ? n : room;
-
-		memcpy((uint8_t *)p->seg[p->cur].iov_base + p->cur_off, src, k);
-		src += k;
-		n -= k;
-		place_advance(p, k);
-	}
-	sv_dma_end();
-	sv_mr_unlock();
-}
-
-void sv_place_reset(struct sv_place *p)
-{
-	p->nseg = p->cur = 0;
-	p->cur_off = 0;
-	p->discard = true;
-}
-
 /* ---- the receive machine ---- */
 
 static size_t rbuf_avail(const struct sv_conn *c) { return c->rb_end - c->rb_start; }
@@ -198,13 +144,16 @@ static bool rx_direct(struct sv_conn *c)
 	}
 	if (!rx_may_read(c))
 		return false;
+	if (!sv_place_hold(p))
+		return true;    /* revoked: the rest goes through the staging buffer, discarded */
 	sv_dma_begin();         /* straight into registered memory (util/tsan.h) */
 	r = sv_conn_readv(c, iov, n);
 	sv_dma_end();
+	sv_mr_unlock();
 	r = rx_read_done(c, r, c->rx_remain - want);
 	if (r <= 0)
 		return false;
-	place_advance(p, r);
+	sv_place_advance(p, r);
 	c->rx_remain -= r;
 	return true;
 }
@@ -217,13 +166,13 @@ static bool rx_payload(struct sv_conn *c)
 		if (k) {
 			if (k > c->rx_remain)
 				k = c->rx_remain;
-			place_copy(&c->place, c->rbuf + c->rb_start, k);
+			sv_place_copy(&c->place, c->rbuf + c->rb_start, k);
 			c->rb_start += k;
 			c->rx_remain -= k;
 			continue;
 		}
 		if (!c->place.discard && (c->rx_remain >= SV_DIRECT_MIN || c->shm_on) &&
-		    place_left(&c->place) >= c->rx_remain) {
+		    sv_place_left(&c->place) >= c->rx_remain) {
 			if (!rx_direct(c))
 				return false;
 			continue;
@@ -436,6 +385,20 @@ static void rx_frames(struct sv_conn *c)
 
 /* ---- channel lifecycle ---- */
 
+/* A socket that failed on a write may still hold the peer's last
+ * responses: its fatal NAK, sent just before it closed while our requests
+ * were still going out.  They are read before the channel is given up. */
+static void read_last_words(struct sv_conn *c)
+{
+	if (c->shm_on || c->closed || !c->connected || c->qp->link != SV_LINK_UP ||
+	    c->qp->attr.qp_state == IBV_QPS_ERR)
+		return;
+	c->dead = false;
+	rx_wakeup(c);
+	rx_frames(c);
+	c->dead = true;
+}
+
 void sv_conn_lost(struct sv_conn *c)
 {
 	struct sv_qp *qp = c->qp;
@@ -444,6 +407,8 @@ void sv_conn_lost(struct sv_conn *c)
 		sv_conn_close(c);
 		return;
 	}
+	if (c == qp->out)
+		read_last_words(c);
 	if (c == qp->out) {
 		qp->out = NULL;
 		sv_conn_close(c);

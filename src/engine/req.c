@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,34 +18,6 @@
 #include "util/tsan.h"
 
 #define SV_RECONNECT_NS (20ull * 1000 * 1000)
-
-enum ibv_wc_status sv_sges_to_place(struct ibv_pd *pd, const struct sv_sge *sge, uint32_t n,
-				    enum sv_access_dir dir, struct iovec *seg, int *nseg,
-				    size_t *total)
-{
-	enum ibv_wc_status st = IBV_WC_SUCCESS;
-
-	*nseg = 0;
-	*total = 0;
-	sv_mr_rdlock();
-	for (uint32_t i = 0; i < n; i++) {
-		void *p;
-
-		if (!sge[i].length)
-			continue;
-		p = sv_mr_translate(pd, sge[i].lkey, sge[i].addr, sge[i].length, dir);
-		if (!p) {
-			st = IBV_WC_LOC_PROT_ERR;
-			break;
-		}
-		seg[*nseg].iov_base = p;
-		seg[*nseg].iov_len = sge[i].length;
-		(*nseg)++;
-		*total += sge[i].length;
-	}
-	sv_mr_unlock();
-	return st;
-}
 
 static bool is_rd_atomic(uint32_t op)
 {

@@ -48,15 +48,10 @@ static bool access_allowed(struct sv_qp *qp, uint8_t op)
 	}
 }
 
-/* The consumed receive WQE's segments, checked for a `len`-byte message. */
-static bool rwqe_segments(struct sv_qp *qp, uint32_t len, struct iovec *seg, int *nseg)
+/* Can the consumed receive WQE (translated: `st`, `total` bytes) take a
+ * `len`-byte message?  If not, the request fails. */
+static bool rwqe_fits(struct sv_qp *qp, enum ibv_wc_status st, size_t total, uint32_t len)
 {
-	struct sv_rwqe *w = &qp->rctx.wqe.w;
-	size_t total;
-	enum ibv_wc_status st;
-
-	st = sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_WRITE,
-			      seg, nseg, &total);
 	if (st != IBV_WC_SUCCESS) {
 		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
 		return false;
@@ -71,8 +66,14 @@ static bool rwqe_segments(struct sv_qp *qp, uint32_t len, struct iovec *seg, int
 /* Scatter a message from the channel into the consumed receive WQE. */
 static void place_into_rwqe(struct sv_qp *qp, struct sv_conn *c, uint32_t len)
 {
-	if (rwqe_segments(qp, len, c->place.seg, &c->place.nseg))
-		c->place.discard = false;
+	struct sv_rwqe *w = &qp->rctx.wqe.w;
+	enum ibv_wc_status st;
+	size_t total;
+
+	st = sv_place_sges(&c->place, qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_WRITE,
+			   &total);
+	if (!rwqe_fits(qp, st, total, len))
+		c->place.discard = true;
 }
 
 /* A pulled SEND: the frame carries (addr, len) descriptors; the data is read
@@ -84,9 +85,24 @@ static bool pull_valid(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire
 	       h->len / sizeof(struct sv_wire_pull) <= SV_WIRE_MAX_SGE && h->rlen;
 }
 
+/* The receive WQE's segments, translated with the MR lock held by the caller. */
+static enum ibv_wc_status pull_dst(struct sv_qp *qp, size_t *total)
+{
+	struct sv_rwqe *w = &qp->rctx.wqe.w;
+
+	return sv_sges_translate(qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_WRITE,
+				 qp->rctx.dst, &qp->rctx.ndst, total);
+}
+
 static void pull_begin(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	if (!rwqe_segments(qp, h->rlen, qp->rctx.dst, &qp->rctx.ndst))
+	enum ibv_wc_status st;
+	size_t total;
+
+	sv_mr_rdlock();
+	st = pull_dst(qp, &total);
+	sv_mr_unlock();
+	if (!rwqe_fits(qp, st, total, h->rlen))
 		return;
 	qp->rctx.pull = true;
 	c->place.seg[0].iov_base = c->pull_rx;
@@ -111,27 +127,47 @@ static bool pull_mapped(struct sv_conn *c, int n, struct iovec *src)
 	return true;
 }
 
-static void pull_end(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
+/* Copy the pulled message into the receive buffer, translated again with
+ * the MR lock held for the copy (one memcpy or process_vm_readv, neither
+ * blocks): its MR may have gone since the header. */
+static ssize_t pull_copy(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h,
+			 int n)
 {
 	struct iovec remote[SV_WIRE_MAX_SGE];
+	bool mapped = pull_mapped(c, n, remote);
+	size_t total;
+	ssize_t r;
+
+	if (!mapped)
+		for (int i = 0; i < n; i++) {
+			remote[i].iov_base = (void *)(uintptr_t)c->pull_rx[i].addr;
+			remote[i].iov_len = c->pull_rx[i].len;
+		}
+	sv_mr_rdlock();
+	if (pull_dst(qp, &total) != IBV_WC_SUCCESS || total < h->rlen) {
+		sv_mr_unlock();
+		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
+		return 0;
+	}
+	if (mapped) {
+		sv_iov_copy(qp->rctx.dst, qp->rctx.ndst, remote, n);
+		r = (ssize_t)h->rlen;
+	} else {
+		r = sv_cma_pull(c->peer_pid, qp->rctx.dst, qp->rctx.ndst, remote, n, h->rlen);
+	}
+	sv_mr_unlock();
+	return r;
+}
+
+static void pull_end(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
+{
 	int n = h->len / sizeof(struct sv_wire_pull);
 	uint64_t sum = 0;
 	ssize_t r;
 
 	for (int i = 0; i < n; i++)
 		sum += c->pull_rx[i].len;
-	if (sum != h->rlen) {
-		r = -EINVAL;
-	} else if (pull_mapped(c, n, remote)) {
-		sv_iov_copy(qp->rctx.dst, qp->rctx.ndst, remote, n);
-		r = (ssize_t)sum;
-	} else {
-		for (int i = 0; i < n; i++) {
-			remote[i].iov_base = (void *)(uintptr_t)c->pull_rx[i].addr;
-			remote[i].iov_len = c->pull_rx[i].len;
-		}
-		r = sv_cma_pull(c->peer_pid, qp->rctx.dst, qp->rctx.ndst, remote, n, h->rlen);
-	}
+	r = sum == h->rlen ? pull_copy(qp, c, h, n) : -EINVAL;
 	if (r < 0) {
 		/* the requester's own memory failed: its request was invalid */
 		qp->rctx.nak = SV_NAK_REM_OP;
@@ -148,22 +184,19 @@ static bool take_rwqe(struct sv_qp *qp)
 	return true;
 }
 
-static void *remote_target(struct sv_qp *qp, const struct sv_wire_hdr *h, uint64_t len,
-			   enum sv_access_dir dir)
-{
-	void *p;
-
-	sv_mr_rdlock();
-	p = sv_mr_translate(qp->ibqp.qp_base.pd, h->rkey, h->va, len, dir);
-	sv_mr_unlock();
-	return p;
-}
-
+/* The READ response carries our memory: it is sent later, maybe in pieces,
+ * and each piece checks the translation again (xmit.c). */
 static void exec_read(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
+	struct ibv_pd *pd = qp->ibqp.qp_base.pd;
 	struct sv_txframe *f;
-	void *src = remote_target(qp, h, h->rlen, SV_REMOTE_READ);
+	uint32_t epoch;
+	void *src;
 
+	sv_mr_rdlock();
+	src = sv_mr_translate(pd, h->rkey, h->va, h->rlen, SV_REMOTE_READ);
+	epoch = sv_mr_epoch;
+	sv_mr_unlock();
 	if (!src) {
 		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
 		return;
@@ -173,41 +206,59 @@ static void exec_read(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_
 		return;         /* resp_room() kept one free: cannot happen */
 	sv_frame_init(f, SV_OP_READ_RESP, qp->peer_qpn, qp->ibqp.qp_base.qp_num, h->psn);
 	sv_frame_add(f, src, h->rlen);
+	if (h->rlen) {
+		f->mr_pd = pd;
+		f->mr_key = h->rkey;
+		f->mr_va = h->va;
+		f->mr_epoch = epoch;
+	}
 	sv_xmit_resp_commit(c, f);
 }
 
 /* Atomics run on this process's memory with CPU atomics, so they are atomic
- * with respect to every other atomic on this device. */
+ * with respect to every other atomic on this device.  The segment's lock
+ * orders us with same-host initiators that run atomics on this memory by
+ * cross-memory attach; it is taken first, so that the MR lock is held only
+ * for the translation and the operation.  False: no such memory. */
+static bool atomic_op(struct sv_qp *qp, const struct sv_wire_hdr *h, uint64_t *orig)
+{
+	uint64_t *p;
+
+	sv_seg_atomic_lock(sv_seg_self());
+	sv_mr_rdlock();
+	p = sv_mr_translate(qp->ibqp.qp_base.pd, h->rkey, h->va, 8, SV_REMOTE_ATOMIC);
+	if (p) {
+		sv_dma_begin();     /* the application's memory, as a NIC's atomic (util/tsan.h) */
+		if (h->opcode == SV_OP_CMP_SWP) {
+			*orig = h->data1;
+			__atomic_compare_exchange_n(p, orig, h->data0, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+		} else {
+			*orig = __atomic_fetch_add(p, h->data0, __ATOMIC_SEQ_CST);
+		}
+		sv_dma_end();
+	}
+	sv_mr_unlock();
+	sv_seg_atomic_unlock(sv_seg_self());
+	return p;
+}
+
 static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
 	struct sv_txframe *f;
-	uint64_t *p, orig;
+	uint64_t orig;
 
 	if (h->va & 7) {
 		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
 		return;
 	}
-	p = remote_target(qp, h, 8, SV_REMOTE_ATOMIC);
-	if (!p) {
+	if (!atomic_op(qp, h, &orig)) {
 		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
 		return;
 	}
 	f = sv_xmit_rd_resp_slot(c, h->psn);
 	if (!f)
 		return;         /* resp_room() kept one free: cannot happen */
-	/* The segment's lock orders us with same-host initiators that run
-	 * atomics on this memory by cross-memory attach. */
-	sv_seg_atomic_lock(sv_seg_self());
-	sv_dma_begin();         /* the application's memory, as a NIC's atomic (util/tsan.h) */
-	if (h->opcode == SV_OP_CMP_SWP) {
-		orig = h->data1;
-		__atomic_compare_exchange_n(p, &orig, h->data0, false, __ATOMIC_SEQ_CST,
-					    __ATOMIC_SEQ_CST);
-	} else {
-		orig = __atomic_fetch_add(p, h->data0, __ATOMIC_SEQ_CST);
-	}
-	sv_dma_end();
-	sv_seg_atomic_unlock(sv_seg_self());
 	sv_frame_init(f, SV_OP_ATOMIC_RESP, qp->peer_qpn, qp->ibqp.qp_base.qp_num, h->psn);
 	f->hdr.data0 = orig;
 	sv_xmit_resp_commit(c, f);
@@ -352,19 +403,11 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 			place_into_rwqe(qp, c, h->len);
 		break;
 	case SV_OP_WRITE:
-	case SV_OP_WRITE_IMM: {
-		void *dst = remote_target(qp, h, h->len, SV_REMOTE_WRITE);
-
-		if (!dst) {
+	case SV_OP_WRITE_IMM:
+		if (!sv_place_mr(&c->place, qp->ibqp.qp_base.pd, h->rkey, h->va, h->len,
+				 SV_REMOTE_WRITE))
 			resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
-			break;
-		}
-		c->place.seg[0].iov_base = dst;
-		c->place.seg[0].iov_len = h->len;
-		c->place.nseg = h->len ? 1 : 0;
-		c->place.discard = false;
 		break;
-	}
 	case SV_OP_READ_REQ:
 		exec_read(qp, c, h);
 		break;
@@ -411,6 +454,19 @@ static void complete_recv(struct sv_qp *qp, struct sv_conn *c, const struct sv_w
 	c->done_solicited[c->ndone++] = h->flags & SV_WF_SOLICITED;
 }
 
+/* Its memory was deregistered while the payload arrived: the rest was
+ * discarded and the request fails as if the key had been bad from the
+ * start (a receive buffer's: a local protection error). */
+static void place_revoked(struct sv_qp *qp, const struct sv_wire_hdr *h)
+{
+	sv_info("qp %u: request psn %u lost its memory mid-payload", qp->ibqp.qp_base.qp_num,
+		h->psn);
+	if (h->opcode == SV_OP_WRITE || h->opcode == SV_OP_WRITE_IMM)
+		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
+	else
+		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
+}
+
 /* May the ACK of this request wait for one of ours to carry it (xmit.c)?
  * Over TCP, with our requester connected, and only for a requester whose
  * ack timeout is long (or infinite) next to the longest wait. */
@@ -436,13 +492,19 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 
 	if (qp->rctx.pull && !qp->rctx.drop && !qp->rctx.nak)
 		pull_end(qp, c, h);
+	if (c->place.revoked && !qp->rctx.nak)
+		place_revoked(qp, h);
 	if (qp->rctx.nak) {
 		sv_xmit_nak(c, qp, h->psn, qp->rctx.nak, 0);
 		if (qp->rctx.have_wqe)
 			complete_recv(qp, c, h);
 		sv_resp_batch_end(qp, c);      /* before the channel goes down */
 		sv_info("qp %u: responder error, NAK %u", qp->ibqp.qp_base.qp_num, qp->rctx.nak);
-		sv_qp_to_error(qp);
+		/* A READ response before it lost its memory mid-frame and took
+		 * the channel, and the NAK, with it (xmit.c): the requester asks
+		 * again and gets the NAK then. */
+		if (!c->mr_lost)
+			sv_qp_to_error(qp);
 		return;
 	}
 	if (!qp->rctx.drop && is_rc(qp))
@@ -481,7 +543,8 @@ static void write_grh(struct sv_qp *qp, const struct sv_wire_hdr *h, struct in_a
 void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *payload,
 		struct in_addr src)
 {
-	struct sv_place p;
+	struct iovec seg[SV_PLACE_MAX_SEG];
+	int nseg;
 	struct ibv_grh grh;
 	struct ibv_wc wc = { 0 };
 	size_t total;
@@ -493,8 +556,11 @@ void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *pa
 	if (!sv_qp_take_rwqe(qp, &qp->rctx.wqe.w))
 		return;                       /* no receive posted: dropped silently */
 	wc.wr_id = qp->rctx.wqe.w.wr_id;
-	wc.status = sv_sges_to_place(qp->ibqp.qp_base.pd, qp->rctx.wqe.w.sge,
-				     qp->rctx.wqe.w.num_sge, SV_LOCAL_WRITE, p.seg, &p.nseg, &total);
+	write_grh(qp, h, src, &grh);
+	/* translated and copied under one hold of the MR lock */
+	sv_mr_rdlock();
+	wc.status = sv_sges_translate(qp->ibqp.qp_base.pd, qp->rctx.wqe.w.sge,
+				      qp->rctx.wqe.w.num_sge, SV_LOCAL_WRITE, seg, &nseg, &total);
 	if (wc.status == IBV_WC_SUCCESS && total < SV_UD_GRH_LEN + (size_t)h->len)
 		wc.status = IBV_WC_LOC_LEN_ERR;
 	if (wc.status == IBV_WC_SUCCESS) {
@@ -502,29 +568,27 @@ void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *pa
 		const uint8_t *srcs[2] = { (const uint8_t *)&grh, payload };
 		size_t lens[2] = { SV_UD_GRH_LEN, h->len };
 
-		write_grh(qp, h, src, &grh);
-		sv_mr_rdlock();
 		sv_dma_begin();         /* into the application's buffer (util/tsan.h) */
 		for (int s = 0, i = 0; s < 2; s++) {
 			size_t done = 0;
 
 			while (done < lens[s]) {
-				size_t k = p.seg[i].iov_len - off;
+				size_t k = seg[i].iov_len - off;
 
 				if (k > lens[s] - done)
 					k = lens[s] - done;
-				memcpy((uint8_t *)p.seg[i].iov_base + off, srcs[s] + done, k);
+				memcpy((uint8_t *)seg[i].iov_base + off, srcs[s] + done, k);
 				done += k;
 				off += k;
-				if (off == p.seg[i].iov_len) {
+				if (off == seg[i].iov_len) {
 					i++;
 					off = 0;
 				}
 			}
 		}
 		sv_dma_end();
-		sv_mr_unlock();
 	}
+	sv_mr_unlock();
 	wc.opcode = IBV_WC_RECV;
 	wc.byte_len = h->len + SV_UD_GRH_LEN;
 	wc.qp_num = qp->ibqp.qp_base.qp_num;

@@ -23,6 +23,8 @@ void sv_frame_init(struct sv_txframe *f, enum sv_op op, uint32_t dst, uint32_t s
 	f->total = sizeof(f->hdr);
 	f->done = 0;
 	f->in_use = true;
+	f->fatal = false;
+	f->mr_pd = NULL;
 }
 
 void sv_frame_add(struct sv_txframe *f, void *addr, size_t len)
@@ -45,6 +47,52 @@ static void frame_shorten(const struct sv_conn *c, struct sv_txframe *f)
 		return;
 	f->hdr.flags |= SV_WF_SHORT;
 	f->total -= sizeof(f->hdr) - SV_WIRE_SHORT_LEN;
+}
+
+/* Headers are kept in host order until the frame is queued. */
+static void frame_seal(struct sv_txframe *f)
+{
+	sv_wire_encode(&f->hdr);
+}
+
+/* A READ response whose memory went away before its first byte left
+ * becomes the NAK its request would get now (REM_ACCESS); the responder's
+ * QP goes to ERR once it is written (sv_xmit_flush). */
+static void frame_to_nak(struct sv_txframe *f)
+{
+	uint32_t dst = SV_WIRE_GET32(f->hdr.dst_qpn), src = SV_WIRE_GET32(f->hdr.src_qpn);
+
+	sv_frame_init(f, SV_OP_NAK, dst, src, SV_WIRE_GET32(f->hdr.psn));
+	f->hdr.imm = SV_NAK_REM_ACCESS;
+	f->fatal = true;
+	frame_seal(f);
+}
+
+/* A READ response's payload is our registered memory: each write of it
+ * holds the MR read lock and finds its MR still there (1, lock held).
+ * If not: a frame not begun becomes a NAK (-1, no lock); one begun ends
+ * the channel, whose peer has its header without the payload: the
+ * requester reconnects, asks again and gets the NAK (0). */
+static int frame_mr_hold(struct sv_conn *c, struct sv_txframe *f)
+{
+	sv_mr_rdlock();
+	if (__builtin_expect(f->mr_epoch == sv_mr_epoch, 1))
+		return 1;
+	if (sv_mr_still(f->mr_pd, f->mr_key, f->mr_va, f->seg[0].iov_len, SV_REMOTE_READ,
+			f->seg[0].iov_base)) {
+		f->mr_epoch = sv_mr_epoch;
+		return 1;
+	}
+	sv_mr_unlock();
+	sv_info("qp %u: READ response psn %u lost its memory%s", c->qp->ibqp.qp_base.qp_num,
+		SV_WIRE_GET32(f->hdr.psn), f->done ? " mid-frame, channel closed" : ": NAK");
+	if (!f->done) {
+		frame_to_nak(f);
+		return -1;
+	}
+	c->mr_lost = true;
+	sv_conn_lost(c);
+	return 0;
 }
 
 /* Write as much of `f` as the channel takes.  Returns true when complete. */
@@ -78,20 +126,24 @@ static bool frame_write(struct sv_conn *c, struct sv_txframe *f)
 			skip = 0;
 			n++;
 		}
+		if (f->mr_pd) {
+			int held = frame_mr_hold(c, f);
+
+			if (held < 0)
+				return frame_write(c, f);   /* it became a NAK: write that */
+			if (!held)
+				return false;
+		}
 		sv_dma_begin();    /* payloads are often application memory (util/tsan.h) */
 		r = sv_conn_writev(c, iov, n);
 		sv_dma_end();
+		if (f->mr_pd)
+			sv_mr_unlock();
 		if (r <= 0)
 			return false;
 		f->done += r;
 	}
 	return true;
-}
-
-/* Headers are kept in host order until the frame is queued. */
-static void frame_seal(struct sv_txframe *f)
-{
-	sv_wire_encode(&f->hdr);
 }
 
 static struct sv_txframe *resp_slot(struct sv_conn *c)
@@ -383,6 +435,10 @@ void sv_xmit_flush(struct sv_conn *c)
 			return;
 		}
 		frame_done(c, f);
+		if (f->fatal) {                  /* a NAK of frame_mr_hold's */
+			f->fatal = false;
+			sv_qp_to_error(c->qp);
+		}
 		if (c->closed)
 			return;
 	}

@@ -47,12 +47,23 @@ enum sv_peer_state {
 };
 const char *sv_peer_state_name(enum sv_peer_state s);
 
-/* Where incoming payload bytes go: a list of segments, or nowhere (discard). */
+struct ibv_pd;
+
+/* Where incoming payload bytes go: a list of segments, or nowhere (discard).
+ * The segments are registered memory; what they were translated from is
+ * kept so that each step that writes them checks they still are
+ * (engine/place.c). */
 struct sv_place {
 	struct iovec seg[SV_PLACE_MAX_SEG];
+	uint32_t key[SV_PLACE_MAX_SEG];   /* the key and address each came from */
+	uint64_t va[SV_PLACE_MAX_SEG];
+	struct ibv_pd *pd;
+	uint32_t epoch;              /* the MR epoch the translation is good at */
+	uint8_t dir;                 /* enum sv_access_dir */
 	int nseg, cur;
 	size_t cur_off;
 	bool discard;
+	bool revoked;                /* an MR went away mid-payload: the rest was discarded */
 };
 
 /* One frame being transmitted: header plus payload segments. */
@@ -63,6 +74,12 @@ struct sv_txframe {
 	size_t total, done;
 	bool in_use;
 	uint32_t wqe_idx;            /* requester: SQ index it belongs to */
+	/* a READ response: its payload seg[0] is our registered memory, checked
+	 * before each write (engine/xmit.c); mr_pd NULL for any other frame */
+	struct ibv_pd *mr_pd;
+	uint32_t mr_key, mr_epoch;
+	uint64_t mr_va;
+	bool fatal;                  /* a NAK that takes the QP to ERR once written */
 };
 
 #define SV_RESPQ_LEN 32
@@ -85,6 +102,7 @@ struct sv_conn {
 	bool dead;                   /* EOF or error seen */
 	bool closed;                 /* on the node's graveyard, freed after the batch */
 	bool is_unix;                /* same-host socket: can carry fds, knows its peer */
+	bool mr_lost;                /* closed: a READ response lost its memory mid-frame */
 	bool turn_ok;                /* both ways: outbound, requests may come in
 				      * (we said so); inbound, ours may go out (the
 				      * peer did) (engine/req.c) */

@@ -1,16 +1,22 @@
 /*
  * Memory regions and the key table.
  *
- * A key is (slot << 8) | generation: lkey == rkey.  The table is per process
- * and guarded by one rwlock: the engine holds it for reading while it copies
- * into or out of registered memory, so ibv_dereg_mr (write lock) returns only
- * once no copy into that region is in progress; later accesses fail the
- * lookup.
+ * A key is (slot << 8) | tag: lkey == rkey.  The tag is random per
+ * registration (never 0, never the slot's previous one), as a NIC's key
+ * variant, so a key guessed from another one fails 254 times in 255.
+ *
+ * The table is per process and guarded by one rwlock: the engine holds it
+ * for reading while it copies into or out of registered memory, so
+ * ibv_dereg_mr (write lock) returns only once no copy into that region is
+ * in progress; later accesses fail the lookup, and translations the engine
+ * kept from before see the epoch moved and look again (engine/place.c).
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "transport/shm/mrmap.h"
 #include "transport/shm/segment.h"
@@ -19,11 +25,49 @@
 static pthread_rwlock_t mr_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct sv_mr **mr_table;
 static uint32_t mr_slots;
-static uint8_t *mr_gen;
+static uint8_t *mr_tag;
+uint32_t sv_mr_epoch;
 
 #define SV_MR_MANDATORY_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 	IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | \
 	IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)
+
+/* Kernels without getrandom(2): the clock's low bits, weak but never 0-only. */
+static void fallback_random(uint8_t *p, size_t n)
+{
+	struct timespec ts;
+
+	for (size_t i = 0; i < n; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		p[i] = (uint8_t)(ts.tv_nsec ^ (ts.tv_nsec >> 8) ^ (p[i] * 31));
+	}
+}
+
+/* A fresh tag for `slot`, with the write lock held: random bytes are
+ * taken from getrandom(2) a batch at a time. */
+static uint8_t next_tag(uint32_t slot)
+{
+	static uint8_t pool[64];
+	static size_t left;
+	uint8_t prev = mr_tag[slot], r;
+
+	if (!left) {
+		if (getrandom(pool, sizeof(pool), 0) != (ssize_t)sizeof(pool))
+			fallback_random(pool, sizeof(pool));
+		left = sizeof(pool);
+	}
+	r = pool[--left];
+	if (!prev)
+		return (uint8_t)(1 + r % 255);
+	r = (uint8_t)(1 + r % 254);               /* 1..254, then skip prev */
+	return r >= prev ? r + 1 : r;
+}
+
+static void new_key(struct sv_mr *mr)
+{
+	mr_tag[mr->index] = next_tag(mr->index);
+	mr->ibmr.lkey = mr->ibmr.rkey = (mr->index << 8) | mr_tag[mr->index];
+}
 
 void sv_mr_rdlock(void) { pthread_rwlock_rdlock(&mr_lock); }
 void sv_mr_unlock(void) { pthread_rwlock_unlock(&mr_lock); }
@@ -48,7 +92,7 @@ void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t l
 
 	if (!len)
 		return (void *)(uintptr_t)1;    /* nothing is touched */
-	if (slot >= mr_slots || mr_gen[slot] != (key & 0xff))
+	if (slot >= mr_slots || mr_tag[slot] != (key & 0xff))
 		return NULL;
 	mr = mr_table[slot];
 	if (!mr || mr->ibmr.pd != pd || !access_ok(mr->access, dir))
@@ -92,22 +136,21 @@ static int table_insert(struct sv_mr *mr)
 		if (!t)
 			return ENOMEM;
 		mr_table = t;
-		g = realloc(mr_gen, n);
+		g = realloc(mr_tag, n);
 		if (!g)
 			return ENOMEM;
-		mr_gen = g;
+		mr_tag = g;
 		memset(mr_table + mr_slots, 0, (n - mr_slots) * sizeof(*t));
-		memset(mr_gen + mr_slots, 0, n - mr_slots);
+		memset(mr_tag + mr_slots, 0, n - mr_slots);
 		if (!mr_slots)
 			slot = 1;                      /* key 0 is never valid */
 		mr_slots = n;
 	}
 	if (slot >= (1u << 24))
 		return ENOMEM;
-	mr_gen[slot]++;
 	mr_table[slot] = mr;
 	mr->index = slot;
-	mr->ibmr.lkey = mr->ibmr.rkey = (slot << 8) | mr_gen[slot];
+	new_key(mr);
 	publish(mr);
 	return 0;
 }
@@ -208,9 +251,10 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 		sv_pd_get(pd);
 		mr->ibmr.pd = pd;
 	}
-	/* New keys, as after a real re-registration: old rkeys stop working. */
-	mr_gen[mr->index]++;
-	mr->ibmr.lkey = mr->ibmr.rkey = (mr->index << 8) | mr_gen[mr->index];
+	/* New keys, as after a real re-registration: old rkeys stop working,
+	 * and translations kept by the engine are checked again. */
+	new_key(mr);
+	sv_mr_epoch++;
 	publish(mr);
 	pthread_rwlock_unlock(&mr_lock);
 	return 0;
@@ -222,6 +266,7 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 
 	pthread_rwlock_wrlock(&mr_lock);
 	mr_table[mr->index] = NULL;
+	sv_mr_epoch++;          /* translations kept by the engine are checked again */
 	pthread_rwlock_unlock(&mr_lock);
 	sv_seg_mr_retract(mr->index);
 	sv_mrmap_unshare(mr->share);

@@ -372,6 +372,16 @@ void sv_mr_unlock(void);
  * of `pd` if it has the rights for `dir`, else NULL.  len 0 always passes. */
 void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len,
 		      enum sv_access_dir dir);
+/* Moves (under the write lock) at every deregistration and re-registration:
+ * a translation kept from an older epoch is checked again before its
+ * memory is touched (engine/place.c).  Read with the MR lock held. */
+extern uint32_t sv_mr_epoch;
+/* With the MR lock held: does a translation made earlier still hold? */
+static inline bool sv_mr_still(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len,
+			       enum sv_access_dir dir, const void *at)
+{
+	return sv_mr_translate(pd, key, addr, len, dir) == at;
+}
 
 /* comp_channel.c */
 void sv_channel_fire(struct sv_cq *cq);

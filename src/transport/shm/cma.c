@@ -11,14 +11,20 @@ int sv_cma_acquire(struct sv_seg *seg, uint32_t pd, uint32_t rkey, uint64_t va, 
 	uint32_t slot = rkey >> 8, seq;
 	struct sv_seg_mr *m;
 
+	/* A zero-length READ or WRITE needs no valid key or address (IB C9-88). */
+	if (!len) {
+		ref->mr = NULL;
+		ref->raddr = va;
+		return 0;
+	}
 	if (slot >= SV_SEG_MR_MAX)
 		return -1;
 	m = &seg->mr[slot];
 	__atomic_add_fetch(&m->inflight, 1, __ATOMIC_SEQ_CST);
 	seq = __atomic_load_n(&m->seq, __ATOMIC_SEQ_CST);
 	if ((seq & 1) || __atomic_load_n(&m->key, __ATOMIC_SEQ_CST) != rkey || m->pd != pd ||
-	    (len && (m->access & need_access) != need_access) ||
-	    (len && (va < m->iova || len > m->len || va - m->iova > m->len - len)) ||
+	    (m->access & need_access) != need_access ||
+	    va < m->iova || len > m->len || va - m->iova > m->len - len ||
 	    __atomic_load_n(&m->seq, __ATOMIC_SEQ_CST) != seq) {
 		__atomic_sub_fetch(&m->inflight, 1, __ATOMIC_SEQ_CST);
 		return -1;
@@ -30,7 +36,8 @@ int sv_cma_acquire(struct sv_seg *seg, uint32_t pd, uint32_t rkey, uint64_t va, 
 
 void sv_cma_release(struct sv_cma_ref *ref)
 {
-	__atomic_sub_fetch(&ref->mr->inflight, 1, __ATOMIC_SEQ_CST);
+	if (ref->mr)
+		__atomic_sub_fetch(&ref->mr->inflight, 1, __ATOMIC_SEQ_CST);
 }
 
 ssize_t sv_cma_copy(pid_t pid, const struct iovec *local, int n, uint64_t raddr, size_t len,

@@ -14,11 +14,12 @@
 #include "transport/shm/segment.h"
 
 struct sv_cma_ref {
-	struct sv_seg_mr *mr;
+	struct sv_seg_mr *mr;        /* NULL: a zero-length access, nothing held */
 	uint64_t raddr;              /* address in the peer */
 };
 
-/* 0, or an ibv_wc_status-like reason: -1 no such key / rights / bounds. */
+/* 0, or an ibv_wc_status-like reason: -1 no such key / rights / bounds.
+ * len 0 always succeeds and holds nothing. */
 int sv_cma_acquire(struct sv_seg *seg, uint32_t pd, uint32_t rkey, uint64_t va, uint64_t len,
 		   unsigned int need_access, struct sv_cma_ref *ref);
 void sv_cma_release(struct sv_cma_ref *ref);

@@ -7,6 +7,7 @@
 
 #include "transport/shm/segment.h"
 #include "util/log.h"
+#include "util/time.h"
 
 static struct sv_seg *self;
 static int self_fd = -1;
@@ -113,20 +114,51 @@ void sv_seg_mr_publish(uint32_t slot, uint32_t key, uint32_t access, uint32_t pd
 	__atomic_add_fetch(&m->seq, 1, __ATOMIC_SEQ_CST);    /* even: stable */
 }
 
-void sv_seg_mr_retract(uint32_t slot)
+/* Wait for the peers' direct accesses to an MR to end, at most
+ * SV_SEG_RETRACT_NS: the longest is one memcpy or process_vm_writev. */
+static bool wait_inflight(struct sv_seg_mr *m)
+{
+	uint64_t deadline = 0;
+
+	for (unsigned int i = 0; __atomic_load_n(&m->inflight, __ATOMIC_SEQ_CST); i++) {
+		if ((i & 63) == 0) {
+			uint64_t now = sv_now_ns();
+
+			if (!deadline)
+				deadline = now + SV_SEG_RETRACT_NS;
+			else if (now > deadline)
+				return false;
+		}
+		sched_yield();
+	}
+	return true;
+}
+
+bool sv_seg_mr_retract(uint32_t slot)
 {
 	struct sv_seg *s = sv_seg_self();
 	struct sv_seg_mr *m;
 
 	if (!s || slot >= SV_SEG_MR_MAX)
-		return;
+		return true;
 	m = &s->mr[slot];
 	__atomic_add_fetch(&m->seq, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&m->key, 0, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&m->seq, 1, __ATOMIC_SEQ_CST);
-	/* ibv_dereg_mr returns only once no peer is still copying into it. */
-	while (__atomic_load_n(&m->inflight, __ATOMIC_SEQ_CST))
-		sched_yield();
+	/* ibv_dereg_mr returns only once no peer is still copying into it, but
+	 * a peer can write the count (it maps this segment): not forever. */
+	if (!wait_inflight(m)) {
+		sv_err("MR slot %u: a same-host peer kept an access in flight for over %llu ms; "
+		       "deregistering anyway", slot, SV_SEG_RETRACT_NS / 1000000);
+		sv_seg_peer_stuck(slot);
+		return false;
+	}
+	return true;
+}
+
+void sv_seg_peer_stuck(uint32_t slot)
+{
+	(void)slot;     /* closing the peers' channels is the transport's (not yet done) */
 }
 
 void sv_seg_atomic_lock(struct sv_seg *seg)

@@ -56,7 +56,14 @@ void sv_seg_unmap(struct sv_seg *seg);
 /* MR table publication (mr.c); slot is the MR's key >> 8. */
 void sv_seg_mr_publish(uint32_t slot, uint32_t key, uint32_t access, uint32_t pd,
 		       uint64_t addr, uint64_t len, uint64_t iova, const struct sv_seg_mr_map *map);
-void sv_seg_mr_retract(uint32_t slot);      /* and wait for peers' accesses to end */
+/* Withdraw an MR and wait for peers' accesses to it to end; false if one
+ * was still in flight after SV_SEG_RETRACT_NS (logged, sv_seg_peer_stuck). */
+#define SV_SEG_RETRACT_NS (1000ull * 1000 * 1000)
+bool sv_seg_mr_retract(uint32_t slot);
+/* Hook for the transport: a same-host peer holds an access to MR `slot`
+ * past the bound, so the channels of peers that map our segment should be
+ * closed.  Only logged today. */
+void sv_seg_peer_stuck(uint32_t slot);
 
 void sv_seg_atomic_lock(struct sv_seg *seg);
 void sv_seg_atomic_unlock(struct sv_seg *seg);

@@ -1,0 +1,166 @@
+/*
+ * Payload placement into registered memory, and the rule that keeps it
+ * honest: when ibv_dereg_mr or ibv_rereg_mr returns, no access to the old
+ * memory is in progress and none can start.
+ *
+ * A placement is translated from (pd, key, address, length, direction) once,
+ * when the header arrives, and remembers that source and the MR epoch
+ * (verbs/mr.c) it was made at.  Every step that touches the memory (a copy
+ * from the staging buffer, a read straight from the channel) holds the MR
+ * read lock for that one step and compares the epoch: unchanged, the
+ * translation stands; moved (some MR went away), each segment is translated
+ * again, and one that no longer translates to the same place revokes the
+ * placement: the rest of the payload is discarded and the request fails at
+ * its end.
+ */
+#include <string.h>
+
+#include "engine/engine.h"
+#include "util/tsan.h"
+
+void sv_place_reset(struct sv_place *p)
+{
+	p->nseg = p->cur = 0;
+	p->cur_off = 0;
+	p->discard = true;
+	p->revoked = false;
+}
+
+size_t sv_place_left(const struct sv_place *p)
+{
+	size_t n = 0;
+
+	for (int i = p->cur; i < p->nseg; i++)
+		n += p->seg[i].iov_len - (i == p->cur ? p->cur_off : 0);
+	return n;
+}
+
+void sv_place_advance(struct sv_place *p, size_t n)
+{
+	while (n && p->cur < p->nseg) {
+		size_t room = p->seg[p->cur].iov_len - p->cur_off;
+		size_t k = n < room ? n : room;
+
+		p->cur_off += k;
+		n -= k;
+		if (p->cur_off == p->seg[p->cur].iov_len) {
+			p->cur++;
+			p->cur_off = 0;
+		}
+	}
+}
+
+/* With the MR lock held: translate the non-empty SGEs into seg[] (their
+ * sources into key[] and va[] when given). */
+static enum ibv_wc_status sges_translate(struct ibv_pd *pd, const struct sv_sge *sge,
+					 uint32_t n, enum sv_access_dir dir, struct iovec *seg,
+					 int *nseg, size_t *total, uint32_t *key, uint64_t *va)
+{
+	*nseg = 0;
+	*total = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		void *p;
+
+		if (!sge[i].length)
+			continue;
+		p = sv_mr_translate(pd, sge[i].lkey, sge[i].addr, sge[i].length, dir);
+		if (!p)
+			return IBV_WC_LOC_PROT_ERR;
+		if (key) {
+			key[*nseg] = sge[i].lkey;
+			va[*nseg] = sge[i].addr;
+		}
+		seg[*nseg].iov_base = p;
+		seg[*nseg].iov_len = sge[i].length;
+		(*nseg)++;
+		*total += sge[i].length;
+	}
+	return IBV_WC_SUCCESS;
+}
+
+enum ibv_wc_status sv_sges_translate(struct ibv_pd *pd, const struct sv_sge *sge, uint32_t n,
+				     enum sv_access_dir dir, struct iovec *seg, int *nseg,
+				     size_t *total)
+{
+	return sges_translate(pd, sge, n, dir, seg, nseg, total, NULL, NULL);
+}
+
+enum ibv_wc_status sv_sges_to_place(struct ibv_pd *pd, const struct sv_sge *sge, uint32_t n,
+				    enum sv_access_dir dir, struct iovec *seg, int *nseg,
+				    size_t *total)
+{
+	enum ibv_wc_status st;
+
+	sv_mr_rdlock();
+	st = sv_sges_translate(pd, sge, n, dir, seg, nseg, total);
+	sv_mr_unlock();
+	return st;
+}
+
+enum ibv_wc_status sv_place_sges(struct sv_place *p, struct ibv_pd *pd,
+				 const struct sv_sge *sge, uint32_t n, enum sv_access_dir dir,
+				 size_t *total)
+{
+	enum ibv_wc_status st;
+
+	sv_mr_rdlock();
+	st = sges_translate(pd, sge, n, dir, p->seg, &p->nseg, total, p->key, p->va);
+	p->epoch = sv_mr_epoch;
+	sv_mr_unlock();
+	p->pd = pd;
+	p->dir = dir;
+	p->discard = st != IBV_WC_SUCCESS;
+	return st;
+}
+
+bool sv_place_mr(struct sv_place *p, struct ibv_pd *pd, uint32_t key, uint64_t va,
+		 uint32_t len, enum sv_access_dir dir)
+{
+	struct sv_sge sge = { .addr = va, .length = len, .lkey = key };
+	size_t total;
+
+	return sv_place_sges(p, pd, &sge, 1, dir, &total) == IBV_WC_SUCCESS;
+}
+
+/* With the MR lock held, the epoch moved: does every segment not yet
+ * filled still translate to the same memory? */
+static bool still_registered(struct sv_place *p)
+{
+	for (int i = p->cur; i < p->nseg; i++)
+		if (!sv_mr_still(p->pd, p->key[i], p->va[i], p->seg[i].iov_len, p->dir,
+				 p->seg[i].iov_base))
+			return false;
+	p->epoch = sv_mr_epoch;
+	return true;
+}
+
+bool sv_place_hold(struct sv_place *p)
+{
+	sv_mr_rdlock();
+	if (__builtin_expect(p->epoch == sv_mr_epoch, 1) || still_registered(p))
+		return true;
+	sv_mr_unlock();
+	p->discard = true;
+	p->revoked = true;
+	return false;
+}
+
+/* Copy staged bytes to the destination segments (registered memory).
+ * That is DMA into the application's buffers: hidden from TSan (util/tsan.h). */
+void sv_place_copy(struct sv_place *p, const uint8_t *src, size_t n)
+{
+	if (p->discard || !sv_place_hold(p))
+		return;
+	sv_dma_begin();
+	while (n && p->cur < p->nseg) {
+		size_t room = p->seg[p->cur].iov_len - p->cur_off;
+		size_t k = n < room ? n : room;
+
+		memcpy((uint8_t *)p->seg[p->cur].iov_base + p->cur_off, src, k);
+		src += k;
+		n -= k;
+		sv_place_advance(p, k);
+	}
+	sv_dma_end();
+	sv_mr_unlock();
+}
