@@ -132,42 +132,23 @@ static unsigned int needed_access(uint32_t op)
 	}
 }
 
-static uint64_t atomic_result(const struct sv_swqe *w, uint64_t orig)
+/* An atomic on the peer's memory we mapped: the CPU's own atomics make it
+ * atomic against every other initiator and the peer's responder, which
+ * use them on the same memory. */
+static void direct_atomic(struct sv_swqe *w, uint64_t *mapped, const struct iovec *local)
 {
-	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP)
-		return orig == w->compare_add ? w->swap : orig;
-	return orig + w->compare_add;
-}
+	uint64_t orig;
 
-/* Read-modify-write of 8 bytes in the peer, under the peer's atomic lock:
- * in its memory we mapped (`mapped`), else by cross-memory attach. */
-static ssize_t direct_atomic(struct sv_conn *c, struct sv_swqe *w, uint64_t raddr,
-			     const struct iovec *local, uint64_t *mapped)
-{
-	struct iovec v;
-	uint64_t orig, val;
-	ssize_t r = 8;
-
-	v.iov_base = &orig;
-	v.iov_len = 8;
-	sv_seg_atomic_lock(c->peer_seg);
-	if (mapped) {
-		sv_dma_begin();
-		orig = __atomic_load_n(mapped, __ATOMIC_RELAXED);
-		__atomic_store_n(mapped, atomic_result(w, orig), __ATOMIC_RELAXED);
-		sv_dma_end();
+	sv_dma_begin();         /* the peer application's memory, as a NIC's atomic (util/tsan.h) */
+	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		orig = w->compare_add;
+		__atomic_compare_exchange_n(mapped, &orig, w->swap, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
 	} else {
-		r = sv_cma_copy(c->peer_pid, &v, 1, raddr, 8, 0);
-		if (r == 8) {
-			val = atomic_result(w, orig);
-			v.iov_base = &val;
-			r = sv_cma_copy(c->peer_pid, &v, 1, raddr, 8, 1);
-		}
+		orig = __atomic_fetch_add(mapped, w->compare_add, __ATOMIC_SEQ_CST);
 	}
-	sv_seg_atomic_unlock(c->peer_seg);
-	if (r == 8)
-		memcpy(local->iov_base, &orig, 8);
-	return r;
+	sv_dma_end();
+	memcpy(local->iov_base, &orig, 8);
 }
 
 /* Copy `len` bytes between local segments and the peer's memory we mapped. */
@@ -223,19 +204,31 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 		return true;
 	}
 	if ((need == IBV_ACCESS_REMOTE_ATOMIC && (w->remote_addr & 7)) ||
-	    sv_cma_acquire(c->peer_seg, c->peer_pd, w->rkey, w->remote_addr, w->length, need, &ref)) {
+	    sv_cma_acquire(c->peer_seg, c->peer_pd, w->rkey, w->remote_addr, w->length, need,
+			   NULL, &ref)) {
 		sv_comp_fail(qp, w, need == IBV_ACCESS_REMOTE_ATOMIC && (w->remote_addr & 7) ?
 			     IBV_WC_REM_INV_REQ_ERR : IBV_WC_REM_ACCESS_ERR);
 		return true;
 	}
 	mapped = w->length ? sv_peer_map(&c->peer_maps, c->peer_seg, w->rkey >> 8, w->rkey,
 					 ref.raddr, w->length) : NULL;
+	if (need == IBV_ACCESS_REMOTE_ATOMIC && !mapped)
+		return false;        /* no atomic copy across processes: the responder does it */
+	/* A copy into the peer's address space is announced, and the check
+	 * made again after: its dereg waits for announced copies. */
+	if (!mapped && w->length &&
+	    sv_cma_acquire(c->peer_seg, c->peer_pd, w->rkey, w->remote_addr, w->length, need,
+			   &c->shm.tx->direct_slot, &ref)) {
+		sv_comp_fail(qp, w, IBV_WC_REM_ACCESS_ERR);
+		return true;
+	}
+	r = (ssize_t)w->length;
 	if (need == IBV_ACCESS_REMOTE_ATOMIC)
-		r = direct_atomic(c, w, ref.raddr, iov, mapped);
+		direct_atomic(w, mapped, iov);
 	else if (mapped)
 		r = copy_mapped(iov, n, mapped, w->length, to_remote);
-	else
-		r = w->length ? sv_cma_copy(c->peer_pid, iov, n, ref.raddr, w->length, to_remote) : 0;
+	else if (w->length)
+		r = sv_cma_copy(c->peer_pid, iov, n, ref.raddr, w->length, to_remote);
 	sv_cma_release(&ref);
 	if (r < 0) {
 		if (r == -EPERM)

@@ -215,16 +215,14 @@ static void exec_read(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_
 	sv_xmit_resp_commit(c, f);
 }
 
-/* Atomics run on this process's memory with CPU atomics, so they are atomic
- * with respect to every other atomic on this device.  The segment's lock
- * orders us with same-host initiators that run atomics on this memory by
- * cross-memory attach; it is taken first, so that the MR lock is held only
- * for the translation and the operation.  False: no such memory. */
+/* Atomics run on this process's memory with CPU atomics, as same-host
+ * initiators' direct atomics do on the same memory (they run them only on
+ * memory they map: engine/req.c), so they are atomic with respect to every
+ * other atomic on this device.  False: no such memory. */
 static bool atomic_op(struct sv_qp *qp, const struct sv_wire_hdr *h, uint64_t *orig)
 {
 	uint64_t *p;
 
-	sv_seg_atomic_lock(sv_seg_self());
 	sv_mr_rdlock();
 	p = sv_mr_translate(qp->ibqp.qp_base.pd, h->rkey, h->va, 8, SV_REMOTE_ATOMIC);
 	if (p) {
@@ -239,7 +237,6 @@ static bool atomic_op(struct sv_qp *qp, const struct sv_wire_hdr *h, uint64_t *o
 		sv_dma_end();
 	}
 	sv_mr_unlock();
-	sv_seg_atomic_unlock(sv_seg_self());
 	return p;
 }
 

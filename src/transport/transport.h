@@ -112,7 +112,7 @@ struct sv_conn {
 	bool shm_on;
 	struct sv_shm_chan shm;
 	struct sv_list shm_link;     /* node's list of ring channels */
-	struct sv_seg *peer_seg;     /* the peer's published MR table */
+	const struct sv_seg *peer_seg;   /* the peer's published MR table (read-only) */
 	uint64_t peer_poll_seen;     /* its last_poll_ns when we last looked */
 	uint32_t peer_poll_same;     /* writes since it last changed */
 	pid_t peer_pid;
@@ -217,6 +217,11 @@ bool sv_conn_doorbell_drain(struct sv_conn *c);
 /* Progress thread, before sleeping: ask writers for a doorbell; returns the
  * ring channels that already hold data (up to max). */
 int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, bool *any);
+/* ibv_dereg_mr, once the MR left the segment: wait for same-host peers'
+ * announced cross-memory-attach copies of MR `slot` (shm/cma.h) to end, at
+ * most SV_DIRECT_WAIT_NS; a peer still at it then loses its channel. */
+#define SV_DIRECT_WAIT_NS (1000ull * 1000 * 1000)
+void sv_conn_shm_wait_direct(struct sv_node *node, uint32_t slot);
 
 /* udp/dgram.c: datagrams leave from the port group of src_qpn. */
 int sv_dgram_send(struct sv_node *node, uint32_t src_qpn, const struct sockaddr_in *dst,

@@ -20,6 +20,7 @@
 
 #include "transport/shm/mrmap.h"
 #include "transport/shm/segment.h"
+#include "transport/transport.h"
 #include "verbs/sv.h"
 
 static pthread_rwlock_t mr_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -218,6 +219,15 @@ struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
 	return ibv_reg_mr_iova2(pd, addr, length, iova, access);
 }
 
+/* Same-host peers stop: the MR leaves the published table, and copies by
+ * cross-memory attach that had passed its check end (bounded).  Memory
+ * they map is taken back from the mapping by sv_mrmap_unshare. */
+static void withdraw(struct sv_mr *mr)
+{
+	sv_seg_mr_retract(mr->index);
+	sv_conn_shm_wait_direct(to_sctx(mr->ibmr.context)->node, mr->index);
+}
+
 int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 		 size_t length, int access)
 {
@@ -232,10 +242,11 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 	if ((flags & IBV_REREG_MR_CHANGE_PD) && !pd)
 		return IBV_REREG_MR_ERR_INPUT;
 
-	/* The write lock keeps our own engine out while memory moves. */
+	/* The write lock keeps our own engine out while memory moves; peers
+	 * are out first, whatever changes. */
 	pthread_rwlock_wrlock(&mr_lock);
+	withdraw(mr);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-		sv_seg_mr_retract(mr->index);      /* peers out first */
 		sv_mrmap_unshare(mr->share);
 		mr->share = NULL;
 		mr->ibmr.addr = addr;
@@ -268,7 +279,7 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	mr_table[mr->index] = NULL;
 	sv_mr_epoch++;          /* translations kept by the engine are checked again */
 	pthread_rwlock_unlock(&mr_lock);
-	sv_seg_mr_retract(mr->index);
+	withdraw(mr);
 	sv_mrmap_unshare(mr->share);
 	sv_pd_put(mr->ibmr.pd);
 	free(mr);

@@ -5,39 +5,43 @@
 
 #include "transport/shm/cma.h"
 
-int sv_cma_acquire(struct sv_seg *seg, uint32_t pd, uint32_t rkey, uint64_t va, uint64_t len,
-		   unsigned int need_access, struct sv_cma_ref *ref)
+int sv_cma_acquire(const struct sv_seg *seg, uint32_t pd, uint32_t rkey, uint64_t va,
+		   uint64_t len, unsigned int need_access, uint32_t *announce,
+		   struct sv_cma_ref *ref)
 {
 	uint32_t slot = rkey >> 8, seq;
-	struct sv_seg_mr *m;
+	const struct sv_seg_mr *m;
 
+	ref->announce = NULL;
+	ref->raddr = va;
 	/* A zero-length READ or WRITE needs no valid key or address (IB C9-88). */
-	if (!len) {
-		ref->mr = NULL;
-		ref->raddr = va;
+	if (!len)
 		return 0;
-	}
 	if (slot >= SV_SEG_MR_MAX)
 		return -1;
 	m = &seg->mr[slot];
-	__atomic_add_fetch(&m->inflight, 1, __ATOMIC_SEQ_CST);
+	/* announced before the check, which the owner's dereg makes fail
+	 * before it looks for announcements (seq_cst both sides) */
+	if (announce)
+		__atomic_store_n(announce, slot + 1, __ATOMIC_SEQ_CST);
 	seq = __atomic_load_n(&m->seq, __ATOMIC_SEQ_CST);
 	if ((seq & 1) || __atomic_load_n(&m->key, __ATOMIC_SEQ_CST) != rkey || m->pd != pd ||
 	    (m->access & need_access) != need_access ||
 	    va < m->iova || len > m->len || va - m->iova > m->len - len ||
 	    __atomic_load_n(&m->seq, __ATOMIC_SEQ_CST) != seq) {
-		__atomic_sub_fetch(&m->inflight, 1, __ATOMIC_SEQ_CST);
+		if (announce)
+			__atomic_store_n(announce, 0, __ATOMIC_RELEASE);
 		return -1;
 	}
-	ref->mr = m;
+	ref->announce = announce;
 	ref->raddr = m->addr + (va - m->iova);
 	return 0;
 }
 
 void sv_cma_release(struct sv_cma_ref *ref)
 {
-	if (ref->mr)
-		__atomic_sub_fetch(&ref->mr->inflight, 1, __ATOMIC_SEQ_CST);
+	if (ref->announce)
+		__atomic_store_n(ref->announce, 0, __ATOMIC_RELEASE);
 }
 
 ssize_t sv_cma_copy(pid_t pid, const struct iovec *local, int n, uint64_t raddr, size_t len,

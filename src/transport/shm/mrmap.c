@@ -260,7 +260,7 @@ static int peer_fd(struct sv_peer_maps *pm, int32_t remote_fd)
 }
 
 /* Drop mappings of MRs the peer has deregistered or re-registered. */
-static void peer_sweep(struct sv_peer_maps *pm, struct sv_seg *seg)
+static void peer_sweep(struct sv_peer_maps *pm, const struct sv_seg *seg)
 {
 	for (uint32_t i = 0; i < pm->n;) {
 		struct sv_peer_map *p = &pm->v[i];
@@ -303,10 +303,10 @@ static void *peer_open(struct sv_peer_maps *pm, const struct sv_seg_mr *m)
 	return local;
 }
 
-static struct sv_peer_map *peer_add(struct sv_peer_maps *pm, struct sv_seg *seg, uint32_t slot,
+static struct sv_peer_map *peer_add(struct sv_peer_maps *pm, const struct sv_seg *seg, uint32_t slot,
 				    uint32_t key)
 {
-	struct sv_seg_mr *m = &seg->mr[slot];
+	const struct sv_seg_mr *m = &seg->mr[slot];
 	struct sv_peer_map *p;
 
 	peer_sweep(pm, seg);
@@ -328,7 +328,7 @@ static struct sv_peer_map *peer_add(struct sv_peer_maps *pm, struct sv_seg *seg,
 	return p;
 }
 
-void *sv_peer_map(struct sv_peer_maps *pm, struct sv_seg *seg, uint32_t slot, uint32_t key,
+void *sv_peer_map(struct sv_peer_maps *pm, const struct sv_seg *seg, uint32_t slot, uint32_t key,
 		  uint64_t raddr, uint64_t len)
 {
 	struct sv_peer_map *p = NULL;
@@ -345,11 +345,11 @@ void *sv_peer_map(struct sv_peer_maps *pm, struct sv_seg *seg, uint32_t slot, ui
 	return p->local + (raddr - p->raddr);
 }
 
-void *sv_peer_map_pull(struct sv_peer_maps *pm, struct sv_seg *seg, uint32_t key,
+void *sv_peer_map_pull(struct sv_peer_maps *pm, const struct sv_seg *seg, uint32_t key,
 		       uint64_t addr, uint64_t len)
 {
 	uint32_t slot = key >> 8, seq;
-	struct sv_seg_mr *m;
+	const struct sv_seg_mr *m;
 	bool ok;
 
 	if (!seg || slot >= SV_SEG_MR_MAX || !len)

@@ -57,11 +57,11 @@ struct sv_peer_maps {
 /* Local address of [raddr, raddr+len) in the peer, through the MR `m`
  * (slot, key) the caller holds a reference on; NULL: use cross-memory
  * attach. */
-void *sv_peer_map(struct sv_peer_maps *pm, struct sv_seg *seg, uint32_t slot, uint32_t key,
+void *sv_peer_map(struct sv_peer_maps *pm, const struct sv_seg *seg, uint32_t slot, uint32_t key,
 		  uint64_t raddr, uint64_t len);
 /* The same for memory the peer offered us to read (a pulled SEND): `key`
  * is its lkey, checked against its MR table; no access rights needed. */
-void *sv_peer_map_pull(struct sv_peer_maps *pm, struct sv_seg *seg, uint32_t key,
+void *sv_peer_map_pull(struct sv_peer_maps *pm, const struct sv_seg *seg, uint32_t key,
 		       uint64_t addr, uint64_t len);
 void sv_peer_maps_clear(struct sv_peer_maps *pm);
 

@@ -22,8 +22,9 @@
 
 /* One cache line each for what rarely changes (read on every operation,
  * so it must not share a line with a position the other side writes), the
- * consumer's position, the producer's, and the ACK word (which the
- * consumer reads while it waits, and which changes only with an ACK). */
+ * consumer's position, the producer's, the ACK word (which the consumer
+ * reads while it waits, and which changes only with an ACK) and the
+ * producer's announcement of a cross-memory-attach copy (shm/cma.h). */
 struct sv_ring {
 	uint32_t magic;
 	uint32_t size;               /* data bytes, a power of two */
@@ -39,6 +40,9 @@ struct sv_ring {
 	uint8_t pad2[48];
 	uint32_t ack;                /* the producer's cumulative ACK (see below) */
 	uint8_t pad3[60];
+	uint32_t direct_slot;        /* producer: the consumer's MR slot + 1 it copies
+				      * into or out of by cross-memory attach, 0 none */
+	uint8_t pad4[60];
 	uint8_t data[];
 };
 

@@ -1,13 +1,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
-#include <sched.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "transport/shm/segment.h"
 #include "util/log.h"
-#include "util/time.h"
 
 static struct sv_seg *self;
 static int self_fd = -1;
@@ -15,8 +14,7 @@ static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void seg_create(void)
 {
-	pthread_mutexattr_t ma;
-	int fd = memfd_create("softverbs-segment", MFD_CLOEXEC);
+	int fd = memfd_create("softverbs-segment", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	struct sv_seg *s;
 
 	if (fd < 0 || ftruncate(fd, sizeof(*s))) {
@@ -34,11 +32,10 @@ static void seg_create(void)
 	s->version = SV_SEG_VERSION;
 	s->pid = getpid();
 	s->uid = getuid();
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-	pthread_mutex_init(&s->atomic_lock, &ma);
-	pthread_mutexattr_destroy(&ma);
+	/* Our mapping stays writable; nobody else's can be, whatever it does
+	 * with the descriptor we hand out. */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE))
+		sv_err("segment: cannot seal it against writers: %s", strerror(errno));
 	self_fd = fd;
 	__atomic_store_n(&self, s, __ATOMIC_RELEASE);
 }
@@ -72,9 +69,9 @@ int sv_seg_fd(void)
 	return self_fd;
 }
 
-struct sv_seg *sv_seg_map(int fd)
+const struct sv_seg *sv_seg_map(int fd)
 {
-	struct sv_seg *s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	struct sv_seg *s = mmap(NULL, sizeof(*s), PROT_READ, MAP_SHARED, fd, 0);   /* only read */
 
 	if (s == MAP_FAILED)
 		return NULL;
@@ -85,10 +82,10 @@ struct sv_seg *sv_seg_map(int fd)
 	return s;
 }
 
-void sv_seg_unmap(struct sv_seg *seg)
+void sv_seg_unmap(const struct sv_seg *seg)
 {
 	if (seg)
-		munmap(seg, sizeof(*seg));
+		munmap((void *)seg, sizeof(*seg));
 }
 
 void sv_seg_mr_publish(uint32_t slot, uint32_t key, uint32_t access, uint32_t pd,
@@ -114,60 +111,15 @@ void sv_seg_mr_publish(uint32_t slot, uint32_t key, uint32_t access, uint32_t pd
 	__atomic_add_fetch(&m->seq, 1, __ATOMIC_SEQ_CST);    /* even: stable */
 }
 
-/* Wait for the peers' direct accesses to an MR to end, at most
- * SV_SEG_RETRACT_NS: the longest is one memcpy or process_vm_writev. */
-static bool wait_inflight(struct sv_seg_mr *m)
-{
-	uint64_t deadline = 0;
-
-	for (unsigned int i = 0; __atomic_load_n(&m->inflight, __ATOMIC_SEQ_CST); i++) {
-		if ((i & 63) == 0) {
-			uint64_t now = sv_now_ns();
-
-			if (!deadline)
-				deadline = now + SV_SEG_RETRACT_NS;
-			else if (now > deadline)
-				return false;
-		}
-		sched_yield();
-	}
-	return true;
-}
-
-bool sv_seg_mr_retract(uint32_t slot)
+void sv_seg_mr_retract(uint32_t slot)
 {
 	struct sv_seg *s = sv_seg_self();
 	struct sv_seg_mr *m;
 
 	if (!s || slot >= SV_SEG_MR_MAX)
-		return true;
+		return;
 	m = &s->mr[slot];
 	__atomic_add_fetch(&m->seq, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&m->key, 0, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&m->seq, 1, __ATOMIC_SEQ_CST);
-	/* ibv_dereg_mr returns only once no peer is still copying into it, but
-	 * a peer can write the count (it maps this segment): not forever. */
-	if (!wait_inflight(m)) {
-		sv_err("MR slot %u: a same-host peer kept an access in flight for over %llu ms; "
-		       "deregistering anyway", slot, SV_SEG_RETRACT_NS / 1000000);
-		sv_seg_peer_stuck(slot);
-		return false;
-	}
-	return true;
-}
-
-void sv_seg_peer_stuck(uint32_t slot)
-{
-	(void)slot;     /* closing the peers' channels is the transport's (not yet done) */
-}
-
-void sv_seg_atomic_lock(struct sv_seg *seg)
-{
-	if (pthread_mutex_lock(&seg->atomic_lock) == EOWNERDEAD)
-		pthread_mutex_consistent(&seg->atomic_lock);    /* holder died mid-atomic */
-}
-
-void sv_seg_atomic_unlock(struct sv_seg *seg)
-{
-	pthread_mutex_unlock(&seg->atomic_lock);
 }

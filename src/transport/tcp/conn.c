@@ -1,6 +1,7 @@
 /* TCP channels: a non-blocking stream socket per direction of a QP pair. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,6 +447,54 @@ int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, b
 	}
 	pthread_mutex_unlock(&node->lock);
 	return n;
+}
+
+/* Any ring channel whose peer announces a copy of `slot`?  With `cut`,
+ * such channels are cut: the rings marked closed (the peer's checks fail
+ * from now on) and the socket shut (the progress thread sees it go). */
+static bool direct_busy(struct sv_node *node, uint32_t slot, bool cut)
+{
+	struct sv_list *pos, *tmp;
+	bool busy = false;
+
+	pthread_mutex_lock(&node->lock);
+	sv_list_for_each_safe(pos, tmp, &node->shm_conns) {
+		struct sv_conn *c = sv_container_of(pos, struct sv_conn, shm_link);
+
+		if (__atomic_load_n(&c->shm.rx->direct_slot, __ATOMIC_SEQ_CST) != slot + 1)
+			continue;
+		busy = true;
+		if (!cut)
+			break;
+		sv_err("qp %u: the same-host peer kept copying MR slot %u by cross-memory "
+		       "attach for over %llu ms: its channel is cut", c->qp ?
+		       c->qp->ibqp.qp_base.qp_num : 0, slot, SV_DIRECT_WAIT_NS / 1000000);
+		__atomic_store_n(&c->shm.tx->closed, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
+		shutdown(c->h.fd, SHUT_RDWR);
+	}
+	pthread_mutex_unlock(&node->lock);
+	return busy;
+}
+
+void sv_conn_shm_wait_direct(struct sv_node *node, uint32_t slot)
+{
+	uint64_t deadline = 0;
+
+	/* the longest announced copy is one process_vm_writev */
+	for (unsigned int i = 0; direct_busy(node, slot, false); i++) {
+		if ((i & 63) == 0) {
+			uint64_t now = sv_now_ns();
+
+			if (!deadline) {
+				deadline = now + SV_DIRECT_WAIT_NS;
+			} else if (now > deadline) {
+				direct_busy(node, slot, true);
+				return;
+			}
+		}
+		sched_yield();
+	}
 }
 
 ssize_t sv_conn_read(struct sv_conn *c, void *buf, size_t len)
