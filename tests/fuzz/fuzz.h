@@ -1,5 +1,5 @@
 /*
- * What the fuzz harness (fuzz_recv.c) and the seed generator (gen_corpus.c)
+ * What the fuzz harnesses (fuzz_recv.c, fuzz_cm.c) and the seed generator (gen_corpus.c)
  * agree on.
  *
  * A QP number, an rkey or a virtual address differs from one process to the
@@ -64,5 +64,10 @@ enum {
 };
 #define FZ_FDS_MASK     7u
 #define FZ_FOREIGN_UNIX 8u
+
+/* fds.c: the descriptors open now (-1 if unknown), and a list of them on
+ * stderr for a leak report. */
+int fz_count_fds(void);
+void fz_list_fds(void);
 
 #endif

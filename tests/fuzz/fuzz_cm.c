@@ -40,6 +40,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "cm/cm.h"
+#include "fuzz.h"
 
 #define FZ_ROLE_ACTIVE 1u
 #define FZ_ROLE_UD     2u
@@ -66,39 +67,6 @@ static bool wait_fd(int fd, short ev, int ms)
 	while ((r = poll(&p, 1, ms)) < 0 && errno == EINTR)
 		;
 	return r == 1;
-}
-
-/* What a leak report shows: every descriptor open now. */
-static void list_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-
-	while (d && (e = readdir(d))) {
-		char path[300], target[300];
-		ssize_t n;
-
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-		n = readlink(path, target, sizeof(target) - 1);
-		if (n > 0 && e->d_name[0] != '.')
-			fprintf(stderr, "  fd %s -> %.*s\n", e->d_name, (int)n, target);
-	}
-	if (d)
-		closedir(d);
-}
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		DIE("/proc/self/fd: %s", strerror(errno));
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1;
 }
 
 static int count_ids(void)
@@ -391,7 +359,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	int fds = count_fds(), ids = count_ids();
+	int fds = fz_count_fds(), ids = count_ids();
 
 	if (size < 1 || size > FZ_MAX_INPUT)
 		return -1;
@@ -401,9 +369,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		run_passive(data + 1, size - 1);
 	if (count_ids() != ids)
 		DIE("%d id(s) alive after the input, %d before", count_ids(), ids);
-	if (count_fds() > fds) {
-		list_fds();
-		DIE("%d descriptor(s) leaked by the input", count_fds() - fds);
+	if (fz_count_fds() > fds) {
+		fz_list_fds();
+		DIE("%d descriptor(s) leaked by the input", fz_count_fds() - fds);
 	}
 	return 0;
 }

@@ -787,52 +787,19 @@ static void drive(struct sv_conn *c, struct fz_peer *p, const uint8_t *buf, size
 	}
 }
 
-/* What a leak report shows: every descriptor open now. */
-static void list_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-
-	while (d && (e = readdir(d))) {
-		char path[300], target[300];
-		ssize_t n;
-
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-		n = readlink(path, target, sizeof(target) - 1);
-		if (n > 0 && e->d_name[0] != '.')
-			fprintf(stderr, "  fd %s -> %.*s\n", e->d_name, (int)n, target);
-	}
-	if (d)
-		closedir(d);
-}
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		DIE("/proc/self/fd: %s", strerror(errno));
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1;                        /* the directory's own */
-}
-
 /* Every descriptor the input made is closed by now.  The progress thread
  * may be between an open and a close of its own: look again a while. */
 static void check_fds(int before)
 {
-	int now = count_fds();
+	int now = fz_count_fds();
 
 	for (int i = 0; i < 100 && now > before; i++) {
 		usleep(1000);
 		quiesce();
-		now = count_fds();
+		now = fz_count_fds();
 	}
 	if (now > before) {
-		list_fds();
+		fz_list_fds();
 		DIE("%d descriptor(s) leaked by the input (%d open before, %d after)",
 		    now - before, before, now);
 	}
@@ -846,7 +813,7 @@ static void run_stream(const uint8_t *data, size_t size)
 	struct sv_conn *c;
 	unsigned fds;
 	size_t off;
-	int before = count_fds();
+	int before = fz_count_fds();
 
 	if (size < 1)
 		return;
@@ -981,7 +948,7 @@ static void run_stranger(const uint8_t *data, size_t size)
 	unsigned fds;
 	size_t off;
 	bool is_unix;
-	int before = count_fds();
+	int before = fz_count_fds();
 
 	if (size < 1)
 		return;
