@@ -5,7 +5,7 @@
 #   scripts/deps.sh --check [GROUP...]   list what is missing, exit 1 if anything is
 #   scripts/deps.sh --list [GROUP...]    print the package names, one a line
 #
-# Groups: build, run, tools, sanitize, bench, all (all but bench).  This file is the one place that
+# Groups: build, run, tools, sanitize, consumers, bench, all (all but bench).  This file is the one place that
 # names the project's Debian packages.  It is fast (one dpkg-query call) and
 # idempotent when everything is installed.  As root it runs apt-get itself
 # (apt-get update first, only when something is missing); otherwise it prints
@@ -22,8 +22,11 @@ PKGS_run=(ibverbs-utils rdmacm-utils perftest libfabric-bin)
 PKGS_tools=(iproute2 procps psmisc util-linux)
 # Sanitizer and fuzzer runtimes beyond gcc's own libasan/libubsan/libtsan.
 PKGS_sanitize=(clang libclang-rt-14-dev)
+# Consumers run under `softverbs run` by tests/consumers (UCX's ucx_info,
+# ucx_perftest); bench compares with UCX too.
+PKGS_consumers=(ucx-utils)
 # `make bench`: the peers softverbs is compared with, and the plot.
-PKGS_bench=(ucx-utils gnuplot-nox)
+PKGS_bench=(gnuplot-nox)
 
 usage() {
   sed -n '2,13s/^# \{0,1\}//p' "$0"
@@ -44,9 +47,10 @@ for group in "$@"; do
     run) want+=("${PKGS_run[@]}") ;;
     tools) want+=("${PKGS_tools[@]}") ;;
     sanitize) want+=("${PKGS_sanitize[@]}") ;;
-    bench) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_bench[@]}") ;;
-    all) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_sanitize[@]}") ;;
-    *) echo "deps.sh: unknown group '$group' (build, run, tools, sanitize, all)" >&2; exit 2 ;;
+    consumers) want+=("${PKGS_consumers[@]}") ;;
+    bench) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_consumers[@]}" "${PKGS_bench[@]}") ;;
+    all) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_sanitize[@]}" "${PKGS_consumers[@]}") ;;
+    *) echo "deps.sh: unknown group '$group' (build, run, tools, sanitize, consumers, bench, all)" >&2; exit 2 ;;
   esac
 done
 
