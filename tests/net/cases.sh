@@ -148,6 +148,21 @@ case_security_forge() {
   svn_pair 18515
 }
 
+# A stranger (uid 65534) in h2 floods a victim in h1 with silent TCP
+# connections (tests/security/flood.c, its attacker in h2's namespace).
+case_security_flood() {
+  local bin=$SVN_BUILD/tests/security/security_flood
+  [[ -x $bin ]] || svn_skip "$bin is not built"
+  svn_hosts_up
+  export SOFTVERBS_HOSTS_KEEP=$SVN_LIB:$SVN_BUILD/tests/security
+  SVN_EXTRA_ENV=(SEC_ATTACKER_NS="$("$SVN_HOSTS" ns h2)" SEC_TARGET_IP="$SVN_H1")
+  svn_start victim h1 "$bin"
+  svn_wait victim
+  svn_show victim
+  svn_status victim "$SVN_RC" || svn_fail "the victim failed"
+  svn_log "PASS: the victim in h1 kept its traffic and closed h2's flood"
+}
+
 # --- perftest ------------------------------------------------------------------
 
 # perftest PROG [ARGS]...: Debian's perftest PROG across hosts (svn_perftest),

@@ -38,6 +38,14 @@ pid_t sec_spawn(const char *prog, char *const argv[], int *out_fd)
 	*slash = 0;
 	snprintf(path, sizeof(path), "%s/%s", self, prog);
 	T_SKIP_IF(access(path, R_OK | X_OK), "%s not found", path);
+	/* Another test host (tests/net): the stranger runs in its network
+	 * namespace and reaches us at SEC_TARGET_IP. */
+	if (getenv("SEC_ATTACKER_NS")) {
+		args[n++] = "ip";
+		args[n++] = "netns";
+		args[n++] = "exec";
+		args[n++] = getenv("SEC_ATTACKER_NS");
+	}
 	args[n++] = (char *)setpriv;
 	args[n++] = "--reuid=65534";
 	args[n++] = "--regid=65534";
@@ -55,7 +63,7 @@ pid_t sec_spawn(const char *prog, char *const argv[], int *out_fd)
 	if (pid == 0) {
 		if (out_fd)
 			dup2(pfd[1], 1);
-		execv(setpriv, args);
+		execvp(args[0], args);
 		_exit(127);
 	}
 	if (out_fd) {

@@ -23,7 +23,9 @@
 /* Start `prog` (a program next to this test's binary, e.g.
  * "security_forge_attacker") as uid SEC_UID with `argv` (NULL-terminated,
  * without the program name); its stdout is a pipe returned in *out_fd
- * (NULL: inherited).  Skips the test (77) unless root and setpriv. */
+ * (NULL: inherited).  With SEC_ATTACKER_NS set, in that network namespace
+ * (another test host; set SEC_TARGET_IP too).  Skips the test (77) unless
+ * root and setpriv. */
 pid_t sec_spawn(const char *prog, char *const argv[], int *out_fd);
 
 /* ---- both sides (sec_wire.c; no libibverbs) ---- */
