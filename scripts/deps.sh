@@ -5,7 +5,7 @@
 #   scripts/deps.sh --check [GROUP...]   list what is missing, exit 1 if anything is
 #   scripts/deps.sh --list [GROUP...]    print the package names, one a line
 #
-# Groups: build, run, tools, sanitize, bench, all (all but bench).  This file is the one place that
+# Groups: build, run, tools, sanitize, consumers, bench, all (all but bench).  This file is the one place that
 # names the project's Debian packages.  It is fast (one dpkg-query call) and
 # idempotent when everything is installed.  As root it runs apt-get itself
 # (apt-get update first, only when something is missing); otherwise it prints
@@ -18,6 +18,8 @@ set -euo pipefail
 PKGS_build=(cmake make gcc libc6-dev pkg-config libibverbs-dev librdmacm-dev)
 # Debian's unmodified RDMA programs that the demo and the compat tests run.
 PKGS_run=(ibverbs-utils rdmacm-utils perftest libfabric-bin)
+# Other programs that use RDMA, run unmodified by tests/qperf and tests/net.
+PKGS_consumers=(qperf)
 # Tools the test scripts use (ss/ip, ps/pkill, killall/fuser, setarch/taskset).
 PKGS_tools=(iproute2 procps psmisc util-linux)
 # Sanitizer and fuzzer runtimes beyond gcc's own libasan/libubsan/libtsan.
@@ -44,9 +46,11 @@ for group in "$@"; do
     run) want+=("${PKGS_run[@]}") ;;
     tools) want+=("${PKGS_tools[@]}") ;;
     sanitize) want+=("${PKGS_sanitize[@]}") ;;
+    consumers) want+=("${PKGS_consumers[@]}") ;;
     bench) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_bench[@]}") ;;
-    all) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_sanitize[@]}") ;;
-    *) echo "deps.sh: unknown group '$group' (build, run, tools, sanitize, all)" >&2; exit 2 ;;
+    all) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_sanitize[@]}"
+                "${PKGS_consumers[@]}") ;;
+    *) echo "deps.sh: unknown group '$group' (build, run, tools, sanitize, consumers, bench, all)" >&2; exit 2 ;;
   esac
 done
 
