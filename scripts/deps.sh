@@ -22,9 +22,10 @@ PKGS_run=(ibverbs-utils rdmacm-utils perftest libfabric-bin)
 PKGS_tools=(iproute2 procps psmisc util-linux)
 # Sanitizer and fuzzer runtimes beyond gcc's own libasan/libubsan/libtsan.
 PKGS_sanitize=(clang libclang-rt-14-dev)
-# Consumers run under `softverbs run` by tests/consumers (UCX's ucx_info,
-# ucx_perftest); bench compares with UCX too.
-PKGS_consumers=(ucx-utils)
+# Other programs that use RDMA, run unmodified: by tests/consumers under
+# `softverbs run` (UCX's ucx_info, ucx_perftest; bench compares with UCX
+# too), by tests/qperf and tests/net (qperf).
+PKGS_consumers=(ucx-utils qperf)
 # `make bench`: the peers softverbs is compared with, and the plot.
 PKGS_bench=(gnuplot-nox)
 

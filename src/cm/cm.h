@@ -107,7 +107,17 @@ enum cm_timer {
 	CM_TIMER_RTU,           /* REP_SENT: RTU must come */
 	CM_TIMER_DREP,          /* DISCONNECTING: DREP must come */
 	CM_TIMER_TIMEWAIT,      /* DISCONNECTED: then TIMEWAIT_EXIT */
+	CM_TIMER_REFUSED,       /* CONNECTING: connect again after a refusal */
 };
+
+/*
+ * Resolving an address and a route takes no time here, while on hardware it
+ * takes long enough that a server may publish its port just before it calls
+ * rdma_listen (Debian's qperf 0.4.11 does): a refused TCP connect is tried
+ * again for this long before the REQ counts as rejected.
+ */
+#define CM_REFUSED_GRACE_MS 300
+#define CM_REFUSED_RETRY_MS 10
 
 struct cm_mcast {
 	struct sv_list node;           /* in cm_id.mcasts */
@@ -154,6 +164,7 @@ struct cm_id {
 	struct cmw_conn remote_conn;
 	bool peer_lost;                /* TCP connection gone while REQ_RCVD */
 	bool tcp_pending;              /* CONNECTING: TCP connect in progress */
+	uint64_t refused_until_ms;     /* CONNECTING: refusals retried until */
 	struct cmw_req req;            /* CONNECTING: REQ to send once connected */
 
 	/* rdma_set_option */
@@ -272,6 +283,7 @@ void cm_peer_lost(struct cm_id *p, int err);             /* [G] */
 void cm_conn_abort(struct cm_id *p);
 void cm_listener_gone(struct cm_id *listener);           /* [G] */
 void cm_tcp_connected(struct cm_id *p, int err);           /* [G] */
+void cm_connect_again(struct cm_id *p);                    /* [G] */
 void cm_ep_encode(struct cm_id *p, struct cmw_endpoint *w, uint32_t qpn,
 		  uint32_t qkey);
 void cm_ep_decode(struct cmw_endpoint *host, const struct cmw_endpoint *w);

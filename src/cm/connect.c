@@ -63,8 +63,30 @@ int cm_apply_rd_atomic(struct cm_id *p, const struct rdma_conn_param *param)
 	return 0;
 }
 
+static int start_tcp_connect(struct cm_id *p);
+
+/* A refused connect within the grace period: close and try again shortly. */
+static bool retry_refused(struct cm_id *p, int err)
+{
+	if (err != ECONNREFUSED || cm_now_ms() >= p->refused_until_ms)
+		return false;
+	cm_sock_close(p);
+	cm_timer_set(p, CM_TIMER_REFUSED, CM_REFUSED_RETRY_MS);
+	return true;
+}
+
+void cm_connect_again(struct cm_id *p)
+{
+	int err = start_tcp_connect(p);
+
+	if (err)
+		cm_tcp_connected(p, err);
+}
+
 void cm_tcp_connected(struct cm_id *p, int err)
 {
+	if (retry_refused(p, err))
+		return;
 	if (err) {
 		struct cm_event *e;
 
@@ -168,6 +190,7 @@ static int connect_locked(struct cm_id *p, struct rdma_conn_param *param)
 		req->conn.pdata_len = param->private_data_len;
 		memcpy(req->pdata, param->private_data, param->private_data_len);
 	}
+	p->refused_until_ms = cm_now_ms() + CM_REFUSED_GRACE_MS;
 	return start_tcp_connect(p);
 }
 

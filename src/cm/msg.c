@@ -193,6 +193,10 @@ void cm_timer_fired(struct cm_id *p)
 		if (p->state == CM_DISCONNECTED)
 			cm_event_post(p, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
 		break;
+	case CM_TIMER_REFUSED:
+		if (p->state == CM_CONNECTING)
+			cm_connect_again(p);
+		break;
 	case CM_TIMER_NONE:
 		break;
 	}

@@ -18,7 +18,8 @@ struct sv_evfd {
 int sv_evfd_init(struct sv_evfd *e);
 void sv_evfd_set(struct sv_evfd *e);        /* queue became non-empty */
 void sv_evfd_clear(struct sv_evfd *e);      /* queue became empty */
-/* Wait until readable; false with errno EAGAIN if the fd is non-blocking. */
+/* Wait until readable; false with errno EAGAIN if the fd is non-blocking,
+ * EINTR if a signal handler ran meanwhile. */
 bool sv_evfd_wait(struct sv_evfd *e);
 
 #endif

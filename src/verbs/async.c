@@ -43,7 +43,7 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
 			break;
 		pthread_mutex_unlock(&ctx->async_lock);
 		if (!sv_evfd_wait(&ctx->async_ev))
-			return -1;          /* EAGAIN on a non-blocking fd */
+			return -1;          /* EAGAIN (non-blocking fd) or EINTR */
 	}
 	e = sv_container_of(ctx->async_q.next, struct sv_async_ev, link);
 	sv_list_del(&e->link);

@@ -80,7 +80,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 			break;
 		pthread_mutex_unlock(&ch->lock);
 		if (!sv_evfd_wait(&ch->ev))
-			return -1;          /* EAGAIN on a non-blocking fd */
+			return -1;          /* EAGAIN (non-blocking fd) or EINTR */
 	}
 	scq = sv_container_of(ch->fired.next, struct sv_cq, fired_link);
 	sv_list_del(&scq->fired_link);

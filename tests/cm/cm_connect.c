@@ -5,7 +5,8 @@
  * data through the CM-made CQs with the rdma_verbs.h inlines, disconnect and
  * timewait, user-managed QPs (CONNECT_RESPONSE + rdma_establish), the
  * synchronous rdma_create_ep API, and the failures: no listener, a peer
- * that never answers, a peer killed mid-connection.
+ * that never answers, a peer killed mid-connection; a listener that comes
+ * just after the connect.
  * Port block: 27200-27219.  Run with SOFTVERBS_CM_TIMEOUT_MS=1000.
  */
 #include "cmtest.h"
@@ -309,6 +310,42 @@ static void test_no_listener(void)
 	rdma_destroy_event_channel(ch);
 }
 
+/*
+ * A server that publishes its port before it listens (Debian's qperf 0.4.11
+ * with -cm1): a REQ that comes in between is tried again, not rejected.
+ */
+static void test_late_listen(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1 };
+	struct sockaddr_in a = loop_addr(PORT + 6);
+	struct rdma_cm_id *l, *id, *sid;
+	struct rdma_cm_event *ev;
+
+	CHECK_OK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	CHECK_OK(rdma_bind_addr(l, (struct sockaddr *)&a));
+	id = client_connect(ch, PORT + 6, &cp, true);
+	usleep(50 * 1000);
+	CHECK_OK(rdma_listen(l, 8));
+	ev = expect_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 2000);
+	sid = ev->id;
+	make_qp(sid);
+	CHECK_OK(rdma_accept(sid, &cp));
+	CHECK_OK(rdma_ack_cm_event(ev));
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED, 0, 2000);
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED, 0, 2000);
+	MSG("listen 50 ms after the client's connect: ESTABLISHED on both sides");
+	CHECK_OK(rdma_disconnect(id));
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED, 0, 2000);
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED, 0, 2000);
+	rdma_destroy_qp(id);
+	CHECK_OK(rdma_destroy_id(id));
+	rdma_destroy_qp(sid);
+	CHECK_OK(rdma_destroy_id(sid));
+	CHECK_OK(rdma_destroy_id(l));
+	rdma_destroy_event_channel(ch);
+}
+
 static void test_silent_peer(void)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -592,6 +629,7 @@ int main(int argc, char **argv)
 	test_full();
 	test_reject();
 	test_no_listener();
+	test_late_listen();
 	test_silent_peer();
 	test_peer_killed();
 	test_own_qp();

@@ -13,6 +13,8 @@ CASE=$2
 SVN_NAME=net_$CASE
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$(dirname "$0")/lib.sh" "$1"
+# shellcheck source=tests/qperf-checks.sh
+. "$(dirname "$0")/../qperf-checks.sh"
 
 # --- libibverbs: the pingpong examples, LID or GID addressing ----------------
 
@@ -188,6 +190,53 @@ case_perftest_read_bw() { perftest ib_read_bw '-q 4' '-a -n 20'; }
 case_perftest_read_lat() { perftest ib_read_lat; }
 case_perftest_atomic_bw() { perftest ib_atomic_bw '-A CMP_AND_SWAP'; }
 case_perftest_atomic_lat() { perftest ib_atomic_lat '-A CMP_AND_SWAP'; }
+
+# --- qperf (issue "consumers", item 8) ----------------------------------------
+
+# qperf_run TEST ARGS...: a fresh `qperf -lp 19765` server in h1, the client
+# `qperf -lp 19765 ARGS 10.77.0.1 TEST` in h2; the client must exit 0 and
+# print its figures, the server (stopped afterwards: it serves clients until
+# then) must complain of nothing.  A failure is counted, not fatal.
+QPERF_FAILED=()
+qperf_run() {
+  local test=$1 rc figures line
+  shift
+  svn_log "--- qperf $* $test"
+  SVN_EXTRA_ENV=()
+  svn_start server h1 qperf -lp 19765
+  svn_wait_listen server 19765
+  svn_start client h2 qperf -lp 19765 "$@" "$SVN_H1" "$test"
+  svn_wait client; rc=$SVN_RC
+  sleep 0.2
+  kill -TERM "${SVN_PID[server]}" 2>/dev/null || true
+  svn_wait server
+  svn_show server; svn_show client
+  if ! svn_status client "$rc"; then
+    QPERF_FAILED+=("$test $* (client status $rc)")
+  elif svn_sanitizer_report "${SVN_LOG[server]}" || svn_sanitizer_report "${SVN_LOG[client]}"; then
+    QPERF_FAILED+=("$test $* (sanitizer report)")
+  elif ! sv_qperf_server_quiet "${SVN_LOG[server]}"; then
+    QPERF_FAILED+=("$test $* (the server reported a failure)")
+  elif ! figures=$(sv_qperf_figures "$test" "${SVN_LOG[client]}"); then
+    QPERF_FAILED+=("$test $* (no figures, or an error in the client's output)")
+  else
+    while IFS= read -r line; do echo "$test $* measured: $line"; done <<<"$figures"
+    return 0
+  fi
+  svn_log "FAIL: qperf $* $test"
+}
+
+case_qperf() {
+  local t
+  svn_hosts_up
+  for t in rc_lat rc_bw uc_lat ud_lat rc_rdma_write_bw rc_compare_swap_mr; do
+    qperf_run "$t" -t 1
+  done
+  qperf_run rc_bw -cm1 -t 1
+  qperf_run rc_lat -cm1 -t 1
+  ((${#QPERF_FAILED[@]} == 0)) || svn_fail "${QPERF_FAILED[*]}"
+  svn_log "PASS: all qperf runs across hosts"
+}
 
 # --- failures ----------------------------------------------------------------
 
