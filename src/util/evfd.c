@@ -37,6 +37,7 @@ bool sv_evfd_wait(struct sv_evfd *e)
 {
 	struct pollfd p = { .fd = e->fd, .events = POLLIN };
 	int flags = fcntl(e->fd, F_GETFL);
+	uint64_t v;
 
 	if (flags >= 0 && (flags & O_NONBLOCK)) {
 		if (poll(&p, 1, 0) == 1)
@@ -44,8 +45,12 @@ bool sv_evfd_wait(struct sv_evfd *e)
 		errno = EAGAIN;
 		return false;
 	}
-	/* A signal ends the wait with EINTR, as it ends the kernel's read of a
-	 * channel fd: programs such as qperf stop a test from their SIGALRM
-	 * handler while blocked here. */
-	return poll(&p, 1, -1) > 0;
+	/* Blocked as the kernel's read of a channel fd is: a signal ends the
+	 * wait with EINTR unless its handler asked for SA_RESTART (qperf stops
+	 * a test from a SIGALRM handler without it; MPI launchers' SIGCHLD
+	 * handlers ask for it).  The read takes the counter, which goes back
+	 * at once: clearing it is sv_evfd_clear's. */
+	if (read(e->fd, &v, sizeof(v)) != sizeof(v))
+		return false;
+	return write(e->fd, &v, sizeof(v)) == sizeof(v);
 }
