@@ -85,13 +85,10 @@ static int sv_query_device_ex(struct ibv_context *context,
 	ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
 	ex.max_dm_size = 0;
 	ex.raw_packet_caps = 0;
+	/* No on-demand paging yet: zero caps keep ODP users (pyverbs, perftest --odp) off it. */
 	ex.xrc_odp_caps = 0;
-	ex.odp_caps.general_caps = IBV_ODP_SUPPORT;
-	ex.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
-		IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC;
-	ex.odp_caps.per_transport_caps.uc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
-		IBV_ODP_SUPPORT_WRITE;
-	ex.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
+	ex.odp_caps.general_caps = 0;
+	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
 	ex.pci_atomic_caps.fetch_add = 0;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	return 0;
