@@ -263,9 +263,11 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 		sv_pd_get(pd);
 		mr->ibmr.pd = pd;
 	}
-	/* New keys, as after a real re-registration: old rkeys stop working,
-	 * and translations kept by the engine are checked again. */
-	new_key(mr);
+	/* Memory that moved gets a new key, so old rkeys never reach it; an
+	 * access or PD change keeps it, as hardware does (rdma-core's tests
+	 * rely on it), since the epoch makes every use check them again. */
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+		new_key(mr);
 	sv_mr_epoch++;
 	publish(mr);
 	pthread_rwlock_unlock(&mr_lock);
