@@ -240,6 +240,14 @@ static void set_verbs_ops(struct verbs_context *v)
 	v->sz = sizeof(*v);
 }
 
+/* There is no uverbs device behind cmd_fd, but callers dup it or hand it to
+ * ibv_import_device (which answers EOPNOTSUPP), and -1 failed them with
+ * EBADF first.  An eventfd nothing signals refuses a command written to it. */
+static int open_cmd_fd(void)
+{
+	return eventfd(0, EFD_CLOEXEC);
+}
+
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct sv_context *ctx;
@@ -256,7 +264,8 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	c = &ctx->vctx.context;
 	ctx->node = sv_node_get();
-	if (sv_evfd_init(&ctx->async_ev) || !ctx->node) {
+	c->cmd_fd = -1;
+	if (sv_evfd_init(&ctx->async_ev) || !ctx->node || (c->cmd_fd = open_cmd_fd()) < 0) {
 		int e = ctx->node ? errno : ENOMEM;
 
 		if (ctx->node)
@@ -272,7 +281,6 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	set_verbs_ops(&ctx->vctx);
 	c->device = device;
 	c->ops = sv_ctx_ops;
-	c->cmd_fd = -1;
 	c->async_fd = ctx->async_ev.fd;
 	c->num_comp_vectors = 1;
 	pthread_mutex_init(&c->mutex, NULL);
@@ -290,6 +298,7 @@ int ibv_close_device(struct ibv_context *context)
 		free(sv_container_of(pos, struct sv_async_ev, link));
 	}
 	close(ctx->async_ev.fd);
+	close(context->cmd_fd);
 	sv_node_put(ctx->node);
 	pthread_mutex_destroy(&ctx->async_lock);
 	pthread_mutex_destroy(&context->mutex);
