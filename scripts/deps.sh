@@ -5,9 +5,9 @@
 #   scripts/deps.sh --check [GROUP...]   list what is missing, exit 1 if anything is
 #   scripts/deps.sh --list [GROUP...]    print the package names, one a line
 #
-# Groups: build, run, tools, sanitize, bench, all (all but bench).  This file is the one place that
-# names the project's Debian packages.  It is fast (one dpkg-query call) and
-# idempotent when everything is installed.  As root it runs apt-get itself
+# Groups: build, run, tools, sanitize, consumers, bench, all (all but bench).
+# This file is the one place that names the project's Debian packages.  It is
+# fast (one dpkg-query call) and idempotent when everything is installed.  As root it runs apt-get itself
 # (apt-get update first, only when something is missing); otherwise it prints
 # the exact command to run and fails.
 set -euo pipefail
@@ -22,6 +22,9 @@ PKGS_run=(ibverbs-utils rdmacm-utils perftest libfabric-bin)
 PKGS_tools=(iproute2 procps psmisc util-linux)
 # Sanitizer and fuzzer runtimes beyond gcc's own libasan/libubsan/libtsan.
 PKGS_sanitize=(clang libclang-rt-14-dev)
+# Programs built on the verbs that tests run unmodified: rdma-core's pyverbs
+# test suite (tests/pyverbs).
+PKGS_consumers=(python3-pyverbs)
 # `make bench`: the peers softverbs is compared with, and the plot.
 PKGS_bench=(ucx-utils gnuplot-nox)
 
@@ -44,9 +47,11 @@ for group in "$@"; do
     run) want+=("${PKGS_run[@]}") ;;
     tools) want+=("${PKGS_tools[@]}") ;;
     sanitize) want+=("${PKGS_sanitize[@]}") ;;
+    consumers) want+=("${PKGS_consumers[@]}") ;;
     bench) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_bench[@]}") ;;
-    all) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_sanitize[@]}") ;;
-    *) echo "deps.sh: unknown group '$group' (build, run, tools, sanitize, all)" >&2; exit 2 ;;
+    all) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_sanitize[@]}"
+                "${PKGS_consumers[@]}") ;;
+    *) echo "deps.sh: unknown group '$group' (build, run, tools, sanitize, consumers, bench, all)" >&2; exit 2 ;;
   esac
 done
 
