@@ -7,9 +7,9 @@
 #
 # Groups: build, run, tools, sanitize, consumers, bench, all (all but bench).
 # This file is the one place that names the project's Debian packages.  It is
-# fast (one dpkg-query call) and idempotent when everything is installed.  As root it runs apt-get itself
-# (apt-get update first, only when something is missing); otherwise it prints
-# the exact command to run and fails.
+# fast (one dpkg-query call) and idempotent when everything is installed.  As
+# root it runs apt-get itself (apt-get update first, only when something is
+# missing); otherwise it prints the exact command to run and fails.
 set -euo pipefail
 
 # Compiling the libraries (the headers are Debian's rdma-core ones; installing
