@@ -10,13 +10,16 @@
 #   make bench       benchmarks (bench/run.sh)
 #   make deps        install every Debian package the project uses
 #   make lint        shellcheck the shell scripts
+#   make install     libraries to PREFIX/lib/softverbs, softverbs to PREFIX/bin (DESTDIR too)
+#   make uninstall   remove exactly what make install put
 #   make clean       remove the build directories
 
 SHELL := /bin/bash
 JOBS ?= 2
-BUILD_DIR := build
+BUILD_DIR ?= build
+PREFIX ?= /usr/local
 
-.PHONY: all build deps deps-build test test-extended test-plain test-asan test-tsan demo bench lint clean help
+.PHONY: install uninstall all build deps deps-build test test-extended test-plain test-asan test-tsan demo bench lint clean help
 
 all: build
 
@@ -61,14 +64,26 @@ bench: build
 
 lint:
 	@if command -v shellcheck >/dev/null; then \
-	  shellcheck -x scripts/*.sh tools/*.sh tests/*.sh tests/compat/*.sh tests/net/*.sh tests/cm/*.sh \
+	  shellcheck -x scripts/*.sh tools/*.sh tests/*.sh tests/compat/*.sh tests/net/*.sh tests/cm/*.sh tests/consumers/*.sh \
 	    bench/*.sh .ci/run && echo "shellcheck: clean"; \
 	else \
 	  echo "make lint: shellcheck is not installed (apt-get install shellcheck)"; exit 1; \
 	fi
 
+# cmake --install honours DESTDIR from the environment and writes the list of
+# installed files to the build directory; uninstall removes exactly those.
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD_DIR) --prefix "$(PREFIX)"
+
+uninstall:
+	@manifest=$(BUILD_DIR)/install_manifest.txt; \
+	if [ ! -f "$$manifest" ]; then echo "make uninstall: $$manifest missing: nothing was installed from $(BUILD_DIR)"; exit 1; fi; \
+	while IFS= read -r f || [ -n "$$f" ]; do rm -f -- "$(DESTDIR)$$f"; done < "$$manifest"; \
+	rmdir -- "$(DESTDIR)$(PREFIX)/lib/softverbs" 2>/dev/null || true; \
+	rm -f -- "$$manifest"; echo "make uninstall: removed the files of $$manifest"
+
 clean:
 	rm -rf build build-asan build-tsan
 
 help:
-	@sed -n '5,13s/^# \{0,1\}//p' Makefile
+	@sed -n '5,15s/^# \{0,1\}//p' Makefile

@@ -22,11 +22,12 @@ PKGS_run=(ibverbs-utils rdmacm-utils perftest libfabric-bin)
 PKGS_tools=(iproute2 procps psmisc util-linux)
 # Sanitizer and fuzzer runtimes beyond gcc's own libasan/libubsan/libtsan.
 PKGS_sanitize=(clang libclang-rt-14-dev)
-# Programs built on the verbs that tests run unmodified: rdma-core's pyverbs
-# test suite (tests/pyverbs).
-PKGS_consumers=(python3-pyverbs)
+# Consumers: UCX's ucx_info and ucx_perftest, run under `softverbs run` by
+# tests/consumers (bench compares with UCX too), and rdma-core's pyverbs test
+# suite (tests/pyverbs).
+PKGS_consumers=(ucx-utils python3-pyverbs)
 # `make bench`: the peers softverbs is compared with, and the plot.
-PKGS_bench=(ucx-utils gnuplot-nox)
+PKGS_bench=(gnuplot-nox)
 
 usage() {
   sed -n '2,13s/^# \{0,1\}//p' "$0"
@@ -48,9 +49,8 @@ for group in "$@"; do
     tools) want+=("${PKGS_tools[@]}") ;;
     sanitize) want+=("${PKGS_sanitize[@]}") ;;
     consumers) want+=("${PKGS_consumers[@]}") ;;
-    bench) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_bench[@]}") ;;
-    all) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_sanitize[@]}"
-                "${PKGS_consumers[@]}") ;;
+    bench) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_consumers[@]}" "${PKGS_bench[@]}") ;;
+    all) want+=("${PKGS_build[@]}" "${PKGS_run[@]}" "${PKGS_tools[@]}" "${PKGS_sanitize[@]}" "${PKGS_consumers[@]}") ;;
     *) echo "deps.sh: unknown group '$group' (build, run, tools, sanitize, consumers, bench, all)" >&2; exit 2 ;;
   esac
 done

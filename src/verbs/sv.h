@@ -27,6 +27,7 @@
 #include "wire/proto.h"
 
 #define SV_DEVICE_NAME    "softverbs0"
+#define SV_DEVICE_DEV_NAME "uverbs_softverbs0"  /* /dev/infiniband/<this> */
 #define SV_VENDOR_ID      0x5356      /* not Mellanox, Amazon or Intel */
 #define SV_VENDOR_PART_ID 1
 #define SV_MAX_SGE        SV_WIRE_MAX_SGE
