@@ -5,11 +5,11 @@
 #   scripts/deps.sh --check [GROUP...]   list what is missing, exit 1 if anything is
 #   scripts/deps.sh --list [GROUP...]    print the package names, one a line
 #
-# Groups: build, run, tools, sanitize, consumers, bench, all (all but bench).  This file is the one place that
-# names the project's Debian packages.  It is fast (one dpkg-query call) and
-# idempotent when everything is installed.  As root it runs apt-get itself
-# (apt-get update first, only when something is missing); otherwise it prints
-# the exact command to run and fails.
+# Groups: build, run, tools, sanitize, consumers, bench, all (all but bench).
+# This file is the one place that names the project's Debian packages.  It is
+# fast (one dpkg-query call) and idempotent when everything is installed.  As
+# root it runs apt-get itself (apt-get update first, only when something is
+# missing); otherwise it prints the exact command to run and fails.
 set -euo pipefail
 
 # Compiling the libraries (the headers are Debian's rdma-core ones; installing
@@ -24,8 +24,9 @@ PKGS_tools=(iproute2 procps psmisc util-linux)
 PKGS_sanitize=(clang libclang-rt-14-dev)
 # Other programs that use RDMA, run unmodified: by tests/consumers under
 # `softverbs run` (UCX's ucx_info, ucx_perftest; bench compares with UCX
-# too), by tests/qperf and tests/net (qperf).
-PKGS_consumers=(ucx-utils qperf)
+# too), by tests/qperf and tests/net (qperf), and rdma-core's own pyverbs
+# test suite (tests/pyverbs).
+PKGS_consumers=(ucx-utils qperf python3-pyverbs)
 # `make bench`: the peers softverbs is compared with, and the plot.
 PKGS_bench=(gnuplot-nox)
 

@@ -85,13 +85,10 @@ static int sv_query_device_ex(struct ibv_context *context,
 	ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
 	ex.max_dm_size = 0;
 	ex.raw_packet_caps = 0;
+	/* No on-demand paging yet: zero caps keep ODP users (pyverbs, perftest --odp) off it. */
 	ex.xrc_odp_caps = 0;
-	ex.odp_caps.general_caps = IBV_ODP_SUPPORT;
-	ex.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
-		IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC;
-	ex.odp_caps.per_transport_caps.uc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
-		IBV_ODP_SUPPORT_WRITE;
-	ex.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
+	ex.odp_caps.general_caps = 0;
+	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
 	ex.pci_atomic_caps.fetch_add = 0;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	return 0;
@@ -243,6 +240,14 @@ static void set_verbs_ops(struct verbs_context *v)
 	v->sz = sizeof(*v);
 }
 
+/* There is no uverbs device behind cmd_fd, but callers dup it or hand it to
+ * ibv_import_device (which answers EOPNOTSUPP), and -1 failed them with
+ * EBADF first.  An eventfd nothing signals refuses a command written to it. */
+static int open_cmd_fd(void)
+{
+	return eventfd(0, EFD_CLOEXEC);
+}
+
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct sv_context *ctx;
@@ -259,7 +264,8 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	c = &ctx->vctx.context;
 	ctx->node = sv_node_get();
-	if (sv_evfd_init(&ctx->async_ev) || !ctx->node) {
+	c->cmd_fd = -1;
+	if (sv_evfd_init(&ctx->async_ev) || !ctx->node || (c->cmd_fd = open_cmd_fd()) < 0) {
 		int e = ctx->node ? errno : ENOMEM;
 
 		if (ctx->node)
@@ -275,7 +281,6 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	set_verbs_ops(&ctx->vctx);
 	c->device = device;
 	c->ops = sv_ctx_ops;
-	c->cmd_fd = -1;
 	c->async_fd = ctx->async_ev.fd;
 	c->num_comp_vectors = 1;
 	pthread_mutex_init(&c->mutex, NULL);
@@ -293,6 +298,7 @@ int ibv_close_device(struct ibv_context *context)
 		free(sv_container_of(pos, struct sv_async_ev, link));
 	}
 	close(ctx->async_ev.fd);
+	close(context->cmd_fd);
 	sv_node_put(ctx->node);
 	pthread_mutex_destroy(&ctx->async_lock);
 	pthread_mutex_destroy(&context->mutex);

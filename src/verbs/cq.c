@@ -53,6 +53,31 @@ bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	return ok;
 }
 
+/* A QP moved to RESET takes its completions back, as hardware does: a
+ * flushed entry left behind would be read as the next use's result.
+ * Receives taken from an SRQ stay (keep_recv): their buffers are the SRQ's. */
+void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num, bool keep_recv)
+{
+	uint32_t from, to;
+
+	pthread_mutex_lock(&cq->lock);
+	for (from = to = cq->tail; from != cq->head; ) {
+		uint32_t i = cq_slot(cq, --from);
+		const struct ibv_wc *wc = &cq->ring[i];
+
+		if (wc->qp_num == qp_num && !(keep_recv && (wc->opcode & IBV_WC_RECV)))
+			continue;
+		to--;
+		if (to != from) {
+			cq->ring[cq_slot(cq, to)] = *wc;
+			if (cq->ts)
+				cq->ts[cq_slot(cq, to)] = cq->ts[i];
+		}
+	}
+	__atomic_store_n(&cq->head, to, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&cq->lock);
+}
+
 int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct sv_cq *cq = to_scq(ibcq);

@@ -31,7 +31,7 @@ uint32_t sv_mr_epoch;
 
 #define SV_MR_MANDATORY_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 	IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | \
-	IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)
+	IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB)
 
 /* Kernels without getrandom(2): the clock's low bits, weak but never 0-only. */
 static void fallback_random(uint8_t *p, size_t n)
@@ -115,10 +115,8 @@ static void publish(struct sv_mr *mr)
 
 /* Memory same-host peers may map: with remote rights for one-sided
  * operations, without them for the large SENDs they pull from us. */
-static struct sv_mrmap *share(void *addr, size_t length, unsigned int access)
+static struct sv_mrmap *share(void *addr, size_t length)
 {
-	if (access & IBV_ACCESS_ON_DEMAND)
-		return NULL;
 	return sv_mrmap_share(addr, length);
 }
 
@@ -160,6 +158,9 @@ static int check_access(unsigned int access)
 {
 	unsigned int mandatory = access & ~IBV_ACCESS_OPTIONAL_RANGE;
 
+	/* No on-demand paging (odp_caps are zero): the kernel's answer for such a device. */
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return EOPNOTSUPP;
 	if (mandatory & ~SV_MR_MANDATORY_ACCESS)
 		return EINVAL;
 	/* Remote write or atomic rights need local write (ibv_reg_mr(3)). */
@@ -175,7 +176,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 	struct sv_mr *mr;
 	int err = check_access(access);
 
-	if (!err && !addr && length && !(access & IBV_ACCESS_ON_DEMAND))
+	if (!err && !addr && length)
 		err = EFAULT;
 	if (err) {
 		errno = err;
@@ -192,7 +193,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 	mr->ibmr.length = length;
 	mr->access = access;
 	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
-	mr->share = share(addr, length, access);
+	mr->share = share(addr, length);
 	pthread_rwlock_wrlock(&mr_lock);
 	err = table_insert(mr);
 	pthread_rwlock_unlock(&mr_lock);
@@ -256,15 +257,17 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		mr->access = access;
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
-		mr->share = share(mr->ibmr.addr, mr->ibmr.length, mr->access);
+		mr->share = share(mr->ibmr.addr, mr->ibmr.length);
 	if (flags & IBV_REREG_MR_CHANGE_PD) {
 		sv_pd_put(mr->ibmr.pd);
 		sv_pd_get(pd);
 		mr->ibmr.pd = pd;
 	}
-	/* New keys, as after a real re-registration: old rkeys stop working,
-	 * and translations kept by the engine are checked again. */
-	new_key(mr);
+	/* Memory that moved gets a new key, so old rkeys never reach it; an
+	 * access or PD change keeps it, as hardware does (rdma-core's tests
+	 * rely on it), since the epoch makes every use check them again. */
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+		new_key(mr);
 	sv_mr_epoch++;
 	publish(mr);
 	pthread_rwlock_unlock(&mr_lock);

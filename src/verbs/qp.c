@@ -203,9 +203,19 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	return &qp->ibqp.qp_base;
 }
 
+/* Creation flags and TSO are valid fields that ask for nothing when zero
+ * (pyverbs sets the masks with zero values); the device has none of them. */
+static bool no_extras(const struct ibv_qp_init_attr_ex *a)
+{
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
+		return false;
+	return !(a->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) || !a->max_tso_header;
+}
+
 struct ibv_qp *sv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *a)
 {
-	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
 	struct sv_qp *qp;
 
 	sv_engine_release_all_acks(to_sctx(context)->node);
@@ -216,6 +226,10 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_a
 	}
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    (a->send_ops_flags & ~(uint64_t)SV_SUP_SEND_OPS)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!no_extras(a)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

@@ -185,10 +185,15 @@ static void copy_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 	qp->attr_mask_set |= mask;
 }
 
-/* Back to a freshly created QP: queues emptied without completions. */
+/* Back to a freshly created QP: queues emptied without completions, and
+ * the completions still in its CQs gone. */
 static void qp_reset(struct sv_qp *qp)
 {
 	sv_engine_qp_teardown(qp);
+	if (qp->scq)
+		sv_cq_clean(qp->scq, qp->ibqp.qp_base.qp_num, false);
+	if (qp->rcq)
+		sv_cq_clean(qp->rcq, qp->ibqp.qp_base.qp_num, qp->srq != NULL);
 	qp->sq.head = qp->sq.next = qp->sq.tail = 0;
 	qp->rq.head = qp->rq.tail = 0;
 	qp->rd_outstanding = qp->retries = qp->rnr_retries = 0;

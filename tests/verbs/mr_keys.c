@@ -1,6 +1,7 @@
 /* Keys carry random tag bits: the low 8 bits vary from one registration to
  * the next (never 0, never the slot's previous tag), ibv_rereg_mr gives a
- * new key, and a key guessed from a real one (key ^ 1, key + 1) fails with
+ * new key when the memory moves (and keeps it for an access or PD change),
+ * and a key guessed from a real one (key ^ 1, key + 1) fails with
  * IBV_WC_REM_ACCESS_ERR and leaves memory alone. */
 #include "common.h"
 
@@ -37,6 +38,9 @@ static void rereg_new_key(struct ibv_pd *pd, uint8_t *buf)
 		uint32_t old = mr->rkey;
 
 		CHECK_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, T_ALL_ACCESS));
+		CHECK_EQ(mr->rkey, old);
+		CHECK_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+				      buf + (i & 1) * 2048, 2048, 0));
 		CHECK_EQ(mr->lkey, mr->rkey);
 		CHECK_EQ(mr->rkey >> 8, old >> 8);
 		CHECK_NE(mr->rkey, old);

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Runs rdma-core's pyverbs test suite (a decompressed copy) on one device
+and prints pass/fail/skip per module, so the counts in docs/consumers.md can
+be reproduced.
+
+    run.py TESTS_DIR DEVICE [MODULE[.CLASS[.TEST]]...]
+
+TESTS_DIR is a directory named "tests" holding the suite's .py files (the
+suite imports itself as the package "tests").  Without MODULEs every generic
+module runs: the provider-specific ones (mlx5, efa, cuda) only skip on any
+other device, so their counts would say nothing about softverbs.
+Exits 0 when nothing failed, 1 otherwise.
+"""
+import collections
+import importlib
+import os
+import re
+import sys
+import unittest
+
+VENDOR = re.compile(r'mlx5|efa|cuda')
+
+
+def generic_modules(tests_dir):
+    names = sorted(f[:-3] for f in os.listdir(tests_dir)
+                   if f.startswith('test_') and f.endswith('.py'))
+    return [n for n in names if not VENDOR.search(n)]
+
+
+class CountingResult(unittest.TextTestResult):
+    """Counts outcomes per module; the module is the test id's second part."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.counts = collections.defaultdict(collections.Counter)
+
+    def _count(self, test, what):
+        parts = test.id().split('.')
+        module = parts[1] if len(parts) > 2 else parts[0]
+        self.counts[module][what] += 1
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self._count(test, 'pass')
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._count(test, 'fail')
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._count(test, 'fail')
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self._count(test, 'skip')
+
+    def addExpectedFailure(self, test, err):
+        super().addExpectedFailure(test, err)
+        self._count(test, 'pass')
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        self._count(test, 'fail')
+
+
+def print_counts(counts):
+    total = collections.Counter()
+    print('%-24s %5s %5s %5s' % ('module', 'pass', 'fail', 'skip'))
+    for module in sorted(counts):
+        c = counts[module]
+        total.update(c)
+        print('%-24s %5d %5d %5d' % (module, c['pass'], c['fail'], c['skip']))
+    print('%-24s %5d %5d %5d' % ('total', total['pass'], total['fail'],
+                                 total['skip']))
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    tests_dir = os.path.abspath(sys.argv[1])
+    dev = sys.argv[2]
+    modules = sys.argv[3:] or generic_modules(tests_dir)
+    # The suite imports both "args_parser" and "tests.base".
+    sys.path[:0] = [tests_dir, os.path.dirname(tests_dir)]
+    from args_parser import parser
+    sys.argv[1:] = ['--dev', dev, '-v']
+    parser.parse_args()
+    loader = unittest.TestLoader()
+    suite = unittest.TestSuite()
+    importlib.import_module('tests')
+    for name in modules:
+        suite.addTests(loader.loadTestsFromName('tests.' + name))
+    runner = unittest.TextTestRunner(verbosity=2, resultclass=CountingResult,
+                                     stream=sys.stdout)
+    result = runner.run(suite)
+    print_counts(result.counts)
+    sys.exit(0 if result.wasSuccessful() else 1)
+
+
+if __name__ == '__main__':
+    main()
