@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "transport/unix/mcast.h"
+#include "transport/unix/sock.h"
 
 #define SV_MC_PREFIX "softverbs.mc."
 #define SV_MC_SOURCE "softverbs.mcsrc."
@@ -43,12 +44,7 @@ int sv_mcast_bind(const union ibv_gid *mgid, uint32_t qpn)
 
 static socklen_t source_name(struct sockaddr_un *sa, uint32_t port)
 {
-	int n;
-
-	memset(sa, 0, sizeof(*sa));
-	sa->sun_family = AF_UNIX;
-	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, SV_MC_SOURCE "%u", port);
-	return offsetof(struct sockaddr_un, sun_path) + 1 + n;
+	return sv_unix_name(sa, SV_MC_SOURCE, port);
 }
 
 int sv_mcast_source(uint16_t port)

@@ -9,14 +9,19 @@
 
 #include "transport/unix/sock.h"
 
-static socklen_t unix_name(struct sockaddr_un *sa, uint16_t port)
+socklen_t sv_unix_name(struct sockaddr_un *sa, const char *prefix, uint32_t port)
 {
 	int n;
 
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
-	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "softverbs.%u", port);
+	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "%s%u", prefix, port);
 	return offsetof(struct sockaddr_un, sun_path) + 1 + n;
+}
+
+static socklen_t unix_name(struct sockaddr_un *sa, uint16_t port)
+{
+	return sv_unix_name(sa, "softverbs.", port);
 }
 
 int sv_unix_listen(uint16_t port)

@@ -8,8 +8,14 @@
 #define SV_UNIX_SOCK_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/un.h>
+
+/* The abstract name "<prefix><port>" (no leading NUL in `prefix`); returns
+ * the address length to bind or connect with. */
+socklen_t sv_unix_name(struct sockaddr_un *sa, const char *prefix, uint32_t port);
 
 int sv_unix_listen(uint16_t port);
 int sv_unix_connect(uint16_t port);
