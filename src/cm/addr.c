@@ -184,7 +184,10 @@ CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 		cm_unlock();
 		return cm_set_errno(EINVAL);
 	}
-	if (!cm_sa_is_any(addr)) {
+	/* A loopback address belongs to no RDMA device: the kernel binds it
+	 * and leaves id->verbs NULL, and libfabric's verbs provider relies on
+	 * that to advertise the device's own address instead of 127.0.0.1. */
+	if (!cm_sa_is_any(addr) && !cm_sa_is_loopback(addr)) {
 		dev = cm_device_for_addr(addr);
 		if (!dev) {
 			cm_unlock();

@@ -10,10 +10,13 @@
 static struct rdma_cm_id *bound_id(struct rdma_event_channel *ch, enum rdma_port_space ps)
 {
 	struct rdma_cm_id *id;
-	struct sockaddr_in a = loop_addr(0);
+	struct sockaddr_in a = loop_addr(0), dst = loop_addr(27419);
 
+	/* Binding 127.0.0.1 attaches no device (as in the kernel); resolving
+	 * it does, and leaves the id bound to a local port. */
 	CHECK_OK(rdma_create_id(ch, &id, NULL, ps));
-	CHECK_OK(rdma_bind_addr(id, (struct sockaddr *)&a));
+	CHECK_OK(rdma_resolve_addr(id, (struct sockaddr *)&a, (struct sockaddr *)&dst, 1000));
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 0, 1000);
 	CHECK(id->verbs);
 	return id;
 }

@@ -15,6 +15,8 @@ SVN_NAME=net_$CASE
 . "$(dirname "$0")/lib.sh" "$1"
 # shellcheck source=tests/qperf-checks.sh
 . "$(dirname "$0")/../qperf-checks.sh"
+# shellcheck source=tests/fi-pingpong-checks.sh
+. "$(dirname "$0")/../fi-pingpong-checks.sh"
 
 # --- libibverbs: the pingpong examples, LID or GID addressing ----------------
 
@@ -237,6 +239,28 @@ case_qperf() {
   ((${#QPERF_FAILED[@]} == 0)) || svn_fail "${QPERF_FAILED[*]}"
   svn_log "PASS: all qperf runs across hosts"
 }
+
+# --- libfabric: fi_pingpong over the verbs provider ------------------------------
+
+# fi_pingpong_run EP: server `fi_pingpong -p PROV -e EP -I 100 -B 47592` in
+# h1, client `... -P 47592 10.77.0.1` in h2 (47592: its TCP control port);
+# both print a complete table (tests/fi-pingpong-checks.sh).
+fi_pingpong_run() {
+  local ep=$1 prov sizes
+  prov=$(sv_fi_provider "$ep")
+  sizes=$(sv_fi_sizes "$ep")
+  svn_hosts_up
+  SVN_SERVER=(fi_pingpong -p "$prov" -e "$ep" -I 100 -B 47592)
+  SVN_CLIENT=(fi_pingpong -p "$prov" -e "$ep" -I 100 -P 47592 "$SVN_H1")
+  SVN_SERVER_EXPECT=("^${sizes##* } +100 +=100 ")
+  SVN_CLIENT_EXPECT=('')
+  SVN_CLIENT_CHECK=(sv_fi_figures "$ep")
+  svn_pair 47592
+}
+
+case_fi_pingpong_msg() { fi_pingpong_run msg; }
+case_fi_pingpong_rdm() { fi_pingpong_run rdm; }
+case_fi_pingpong_dgram() { fi_pingpong_run dgram; }
 
 # --- failures ----------------------------------------------------------------
 
