@@ -262,6 +262,39 @@ case_fi_pingpong_msg() { fi_pingpong_run msg; }
 case_fi_pingpong_rdm() { fi_pingpong_run rdm; }
 case_fi_pingpong_dgram() { fi_pingpong_run dgram; }
 
+# --- UCX: ucx_perftest under softverbs run in each host -----------------------
+
+# ucx_run TLS TEST ARGS...: a ucx_perftest pair over UCX_TLS=TLS, each side
+# under `softverbs run` (UCX looks for the sysfs tree and /dev/infiniband);
+# the client must print its Final figures.  A failure is counted, not fatal.
+UCX_FAILED=()
+ucx_run() {
+  local tls=$1
+  shift
+  svn_log "--- ucx_perftest UCX_TLS=$tls $*"
+  SVN_EXTRA_ENV=("UCX_TLS=$tls" UCX_NET_DEVICES=softverbs0:1)
+  SVN_SERVER=("$SVN_BUILD/bin/softverbs" run ucx_perftest -p 13380 "$@")
+  SVN_CLIENT=("$SVN_BUILD/bin/softverbs" run ucx_perftest -p 13380 "$@" "$SVN_H1")
+  SVN_SERVER_EXPECT=("")
+  SVN_CLIENT_EXPECT=('^Final:')
+  (svn_pair 13380) || UCX_FAILED+=("UCX_TLS=$tls $*")
+}
+
+# tag_lat, tag_bw over rc_verbs (UD only to wire up) and ud_verbs; put_bw
+# through UCT over rc_verbs, ucp_put_bw (active messages) over ud_verbs.
+case_ucx_perftest() {
+  svn_hosts_up
+  svn_need ucx_perftest
+  ucx_run rc_verbs,ud_verbs:aux,self -t tag_lat -n 10000
+  ucx_run rc_verbs,ud_verbs:aux,self -t tag_bw -n 2000 -s 65536
+  ucx_run rc_verbs -t put_bw -x rc_verbs -d softverbs0:1 -D zcopy -n 2000 -s 65536
+  ucx_run ud_verbs,self -t tag_lat -n 10000
+  ucx_run ud_verbs,self -t tag_bw -n 200 -s 65536
+  ucx_run ud_verbs,self -t ucp_put_bw -n 200 -s 65536
+  ((${#UCX_FAILED[@]} == 0)) || svn_fail "${UCX_FAILED[*]}"
+  svn_log "PASS: all ucx_perftest runs across hosts"
+}
+
 # --- failures ----------------------------------------------------------------
 
 case_kill_server() { svn_hosts_up; svn_failure_run 18515 kill; }

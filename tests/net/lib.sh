@@ -115,6 +115,8 @@ svn_need() {
     grep -q "^[[:space:]]*$lib " <<<"$deps" || continue
     [[ -e $SVN_LIB/$lib ]] || svn_fail "$1 needs $lib, which this build does not have"
     resolved=$(awk -v lib="$lib" '$1 == lib { print $3 }' <<<"$deps")
+    # Our own programs find lib/ through their RUNPATH, bin/../lib.
+    [[ -z $resolved ]] || resolved=$(realpath -ms "$resolved")
     [[ $resolved == "$SVN_LIB/$lib" ]] ||
       svn_fail "$1 loads $lib from '${resolved:-nowhere}', not from $SVN_LIB"
   done
