@@ -144,7 +144,6 @@ case_security_forge() {
   local bin=$SVN_BUILD/tests/security/security_forge_net
   [[ -x $bin ]] || svn_skip "$bin is not built"
   svn_hosts_up
-  export SOFTVERBS_HOSTS_KEEP=$SVN_LIB:$SVN_BUILD/tests/security
   SVN_SERVER=("$bin" server)
   SVN_CLIENT=("$bin" client "$SVN_H1")
   SVN_SERVER_EXPECT=('server: secret intact')
@@ -158,7 +157,6 @@ case_security_flood() {
   local bin=$SVN_BUILD/tests/security/security_flood
   [[ -x $bin ]] || svn_skip "$bin is not built"
   svn_hosts_up
-  export SOFTVERBS_HOSTS_KEEP=$SVN_LIB:$SVN_BUILD/tests/security
   SVN_EXTRA_ENV=(SEC_ATTACKER_NS="$("$SVN_HOSTS" ns h2)" SEC_TARGET_IP="$SVN_H1")
   svn_start victim h1 "$bin"
   svn_wait victim

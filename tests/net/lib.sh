@@ -56,8 +56,9 @@ SVN_BUILD=$(cd "$SVN_BUILD" && pwd -P)
 SVN_LIB=$SVN_BUILD/lib
 [[ -e $SVN_LIB/libibverbs.so.1 ]] ||
   svn_fail "$SVN_LIB/libibverbs.so.1 is missing: build softverbs first (make)"
-# The fresh /tmp of a host keeps the library directory visible (read-only).
-export SOFTVERBS_HOSTS_KEEP=$SVN_LIB
+# The fresh /tmp of a host keeps the library directory and our programs
+# (softverbs, the security tests) visible (read-only), for a build in /tmp.
+export SOFTVERBS_HOSTS_KEEP=$SVN_LIB:$SVN_BUILD/bin:$SVN_BUILD/tests/security
 export SOFTVERBS_HOSTS_ID=$SVN_ID
 
 # What every program runs with: our lib/ first, the sanitizer runtime of a
