@@ -3,11 +3,14 @@
 #include "sec.h"
 #include "common.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 static const char *setpriv_path(void)
 {
@@ -17,6 +20,28 @@ static const char *setpriv_path(void)
 		if (!access(paths[i], X_OK))
 			return paths[i];
 	return NULL;
+}
+
+/* Can uid SEC_UID run `path`, and load the libibverbs we loaded?  (A build
+ * tree under a private home directory is out of its reach.) */
+static bool stranger_can_run(const char *path)
+{
+	Dl_info lib = { 0 };
+	pid_t pid;
+	int st;
+
+	if (!dladdr((void *)ibv_get_device_list, &lib))
+		lib.dli_fname = NULL;
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setresgid(SEC_UID, SEC_UID, SEC_UID) ||
+		    setresuid(SEC_UID, SEC_UID, SEC_UID))
+			_exit(1);
+		_exit(access(path, R_OK | X_OK) || (lib.dli_fname && access(lib.dli_fname, R_OK)));
+	}
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 pid_t sec_spawn(const char *prog, char *const argv[], int *out_fd)
@@ -38,6 +63,8 @@ pid_t sec_spawn(const char *prog, char *const argv[], int *out_fd)
 	*slash = 0;
 	snprintf(path, sizeof(path), "%s/%s", self, prog);
 	T_SKIP_IF(access(path, R_OK | X_OK), "%s not found", path);
+	T_SKIP_IF(!stranger_can_run(path), "uid %d cannot reach %s or the library: "
+		  "the build tree is not readable by other users", SEC_UID, path);
 	/* Another test host (tests/net): the stranger runs in its network
 	 * namespace and reaches us at SEC_TARGET_IP. */
 	if (getenv("SEC_ATTACKER_NS")) {
