@@ -38,6 +38,10 @@ sv_run_env() {
     # Debian's tools do not join their own threads (mckey, cmtime); our
     # progress thread is joined when the last context closes.
     SV_RUN_ENV+=("TSAN_OPTIONS=${TSAN_OPTIONS:+$TSAN_OPTIONS }report_thread_leaks=0")
+    # libfabric's memory monitor hooks mmap/munmap in every thread, and its
+    # thread-exit handler then crashes inside the TSan runtime (fi_pingpong
+    # -e dgram, SIGSEGV in MutexPreReadLock): not ours, so it stays off.
+    SV_RUN_ENV+=("FI_MR_CACHE_MONITOR=disabled")
   fi
   if [[ -e $stdbuf ]]; then
     preload=${preload:+$preload:}$stdbuf
