@@ -38,10 +38,12 @@ sv_run_env() {
     # Debian's tools do not join their own threads (mckey, cmtime); our
     # progress thread is joined when the last context closes.
     SV_RUN_ENV+=("TSAN_OPTIONS=${TSAN_OPTIONS:+$TSAN_OPTIONS }report_thread_leaks=0")
-    # libfabric's memory monitor hooks mmap/munmap in every thread, and its
-    # thread-exit handler then crashes inside the TSan runtime (fi_pingpong
-    # -e dgram, SIGSEGV in MutexPreReadLock): not ours, so it stays off.
-    SV_RUN_ENV+=("FI_MR_CACHE_MONITOR=disabled")
+    # libfabric's and UCX's memory hooks patch mmap/munmap in every thread,
+    # and then crash inside the TSan runtime (fi_pingpong -e dgram at thread
+    # exit, SIGSEGV in MutexPreReadLock; ucx_perftest at exit): not ours, so
+    # they stay off.
+    SV_RUN_ENV+=("FI_MR_CACHE_MONITOR=disabled" "UCX_MEM_EVENTS=no" "UCX_MEM_MALLOC_HOOKS=no"
+                 "UCX_MEM_MMAP_HOOK_MODE=none")
   fi
   if [[ -e $stdbuf ]]; then
     preload=${preload:+$preload:}$stdbuf
