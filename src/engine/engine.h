@@ -168,7 +168,9 @@ void sv_xmit_ack_recover(struct sv_qp *qp);
 #define SV_ACK_HOLD_NS (2ull * 1000 * 1000)   /* the timer looks at held ACKs this often */
 void sv_xmit_nak(struct sv_conn *c, struct sv_qp *qp, uint32_t psn, enum sv_nak code,
 		 uint64_t data0);
-void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src);
+/* A control frame in the channel's ctrl slot (free), written now. */
+void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src,
+		  uint64_t data0, uint32_t imm);
 void sv_frame_init(struct sv_txframe *f, enum sv_op op, uint32_t dst, uint32_t src, uint32_t psn);
 void sv_frame_add(struct sv_txframe *f, void *addr, size_t len);
 

@@ -520,7 +520,7 @@ static void attach_inbound(struct sv_conn *c)
 		/* No such QP here: tell the requester, which retries until its
 		 * timeout, as a fabric would drop the packets. */
 		close_rx_fds(c);
-		sv_xmit_ctrl(c, SV_OP_HELLO_NAK, h->src_qpn, h->dst_qpn);
+		sv_xmit_ctrl(c, SV_OP_HELLO_NAK, h->src_qpn, h->dst_qpn, 0, 0);
 		if (qp)
 			pthread_mutex_unlock(&qp->lock);
 		sv_conn_close(c);

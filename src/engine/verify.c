@@ -123,11 +123,8 @@ static void ask(struct sv_qp *qp, struct sv_conn *c)
 	if (!out || !out->connected || out->dead || out->ctrl.in_use ||
 	    (qp->link != SV_LINK_HELLO && qp->link != SV_LINK_UP))
 		return;
-	sv_frame_init(&out->ctrl, SV_OP_VERIFY, qp->peer_qpn, qp->ibqp.qp_base.qp_num, 0);
-	out->ctrl.hdr.data0 = c->nonce;
-	sv_wire_encode(&out->ctrl.hdr);
 	set_state(c, SV_PEER_ASKED);
-	sv_xmit_flush(out);
+	sv_xmit_ctrl(out, SV_OP_VERIFY, qp->peer_qpn, qp->ibqp.qp_base.qp_num, c->nonce, 0);
 }
 
 /* One candidate, after a change of the QP or of the candidate. */
@@ -188,11 +185,7 @@ void sv_verify_on_question(struct sv_qp *qp, struct sv_conn *c)
 	}
 	if (c->ctrl.in_use)
 		return;              /* the asker's candidate expires; its peer reconnects */
-	sv_frame_init(&c->ctrl, SV_OP_VERIFY_ACK, h->src_qpn, qp->ibqp.qp_base.qp_num, 0);
-	c->ctrl.hdr.data0 = h->data0;
-	c->ctrl.hdr.imm = yes;
-	sv_wire_encode(&c->ctrl.hdr);
-	sv_xmit_flush(c);
+	sv_xmit_ctrl(c, SV_OP_VERIFY_ACK, h->src_qpn, qp->ibqp.qp_base.qp_num, h->data0, yes);
 }
 
 /* On our outbound channel: the answer about one of our candidates. */

@@ -446,9 +446,12 @@ void sv_xmit_flush(struct sv_conn *c)
 		sv_conn_want_out(c, false);
 }
 
-void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src)
+void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src,
+		  uint64_t data0, uint32_t imm)
 {
 	sv_frame_init(&c->ctrl, op, dst, src, 0);
+	c->ctrl.hdr.data0 = data0;
+	c->ctrl.hdr.imm = imm;
 	frame_seal(&c->ctrl);
 	sv_xmit_flush(c);
 }
