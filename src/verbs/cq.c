@@ -53,10 +53,7 @@ bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	return ok;
 }
 
-/* A QP moved to RESET takes its completions back, as hardware does: a
- * flushed entry left behind would be read as the next use's result.
- * Receives taken from an SRQ stay (keep_recv): their buffers are the SRQ's. */
-void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num, bool keep_recv)
+static void cq_clean(struct sv_cq *cq, uint32_t qp_num, bool keep_recv)
 {
 	uint32_t from, to;
 
@@ -76,6 +73,20 @@ void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num, bool keep_recv)
 	}
 	__atomic_store_n(&cq->head, to, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&cq->lock);
+}
+
+/* A QP moved to RESET or destroyed takes its completions back, as hardware
+ * providers do: a flushed entry left behind would be read as the next use's
+ * result, and an entry of a destroyed QP names a context its owner has freed.
+ * Receives taken from an SRQ stay: their buffers are the SRQ's. */
+void sv_cq_clean_qp(struct sv_qp *qp)
+{
+	uint32_t qp_num = qp->ibqp.qp_base.qp_num;
+
+	if (qp->rcq)
+		cq_clean(qp->rcq, qp_num, qp->srq != NULL);
+	if (qp->scq && qp->scq != qp->rcq)
+		cq_clean(qp->scq, qp_num, false);
 }
 
 int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)

@@ -300,6 +300,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	sv_engine_release_all_acks(node);
 	sv_node_sync(node, qp_unlink, qp);
 	sv_engine_wait_drivers(node);
+	sv_cq_clean_qp(qp);
 	sv_async_purge(ibqp->context, ibqp);
 	sv_wait_acked(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, &qp->async_reported);
 	__atomic_sub_fetch(&qp->scq->refcnt, 1, __ATOMIC_RELEASE);

@@ -190,10 +190,7 @@ static void copy_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 static void qp_reset(struct sv_qp *qp)
 {
 	sv_engine_qp_teardown(qp);
-	if (qp->scq)
-		sv_cq_clean(qp->scq, qp->ibqp.qp_base.qp_num, false);
-	if (qp->rcq)
-		sv_cq_clean(qp->rcq, qp->ibqp.qp_base.qp_num, qp->srq != NULL);
+	sv_cq_clean_qp(qp);
 	qp->sq.head = qp->sq.next = qp->sq.tail = 0;
 	qp->rq.head = qp->rq.tail = 0;
 	qp->rd_outstanding = qp->retries = qp->rnr_retries = 0;

@@ -391,7 +391,7 @@ void sv_channel_forget(struct sv_cq *cq);
 /* cq.c */
 /* Add a completion (caller holds no CQ lock).  Returns false on overrun. */
 bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
-void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num, bool keep_recv);
+void sv_cq_clean_qp(struct sv_qp *qp);
 void sv_cq_init_ex_ops(struct sv_cq *cq);
 
 /* srq.c */
