@@ -92,11 +92,15 @@ void cm_gid_from_sa(union ibv_gid *gid, const struct sockaddr *sa)
 	}
 }
 
+/* As in rdma-core, an id that has a device has a PD: the device's default
+ * one until a QP brings its own (pyverbs builds QPs and AHs on id->pd). */
 void cm_id_attach_device(struct cm_id *p, struct cm_device *dev)
 {
 	p->dev = dev;
 	cm_device_watch(dev);
 	p->id.verbs = dev->ctx;
+	if (!p->id.pd || p->id.pd->context != dev->ctx)
+		p->id.pd = cm_device_default_pd(dev);
 	p->id.port_num = dev->port;
 	p->id.route.addr.addr.ibaddr.sgid = dev->gid;
 	p->id.route.addr.addr.ibaddr.pkey = dev->pkey;

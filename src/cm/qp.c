@@ -366,8 +366,8 @@ CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	ibv_destroy_qp(id->qp);
 	id->qp = NULL;
 	destroy_own_cqs(p);
-	if (!id->srq)
-		id->pd = NULL;	/* the PD may be the user's, about to go */
+	if (!id->srq)	/* the QP's PD may be the user's, about to go */
+		id->pd = cm_device_default_pd(p->dev);
 	cm_unlock();
 }
 
@@ -448,6 +448,6 @@ CM_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 	id->srq = NULL;
 	destroy_own_cqs(cm_id_of(id));
 	if (!id->qp)
-		id->pd = NULL;
+		id->pd = cm_device_default_pd(cm_id_of(id)->dev);
 	cm_unlock();
 }
