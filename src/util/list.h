@@ -31,6 +31,15 @@ static inline void sv_list_del(struct sv_list *n)
 	n->next = n->prev = n;
 }
 
+static inline size_t sv_list_count(const struct sv_list *head)
+{
+	size_t n = 0;
+
+	for (const struct sv_list *pos = head->next; pos != head; pos = pos->next)
+		n++;
+	return n;
+}
+
 #define sv_list_for_each_safe(pos, tmp, head) \
 	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \
 	     (pos) = (tmp), (tmp) = (pos)->next)

@@ -36,7 +36,7 @@ static void fill_device_attr(struct ibv_device_attr *a)
 	a->vendor_id = SV_VENDOR_ID;
 	a->vendor_part_id = SV_VENDOR_PART_ID;
 	a->hw_ver = 1;
-	a->max_qp = 1 << 16;
+	a->max_qp = SV_MAX_QP;
 	a->max_qp_wr = SV_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SHUTDOWN_PORT |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
@@ -57,6 +57,9 @@ static void fill_device_attr(struct ibv_device_attr *a)
 	a->max_srq = 1 << 16;
 	a->max_srq_wr = SV_MAX_QP_WR;
 	a->max_srq_sge = SV_MAX_SGE;
+	a->max_mcast_grp = SV_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = SV_MAX_QP;
+	a->max_total_mcast_qp_attach = SV_MAX_MCAST_GRP * SV_MAX_QP;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;

@@ -75,6 +75,10 @@ int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid
 	pthread_mutex_lock(&qp->lock);
 	if (find(qp, gid))
 		goto out;                       /* already a member */
+	if (sv_list_count(&qp->mcast) >= SV_MAX_MCAST_GRP) {
+		ret = ENOMEM;
+		goto out;
+	}
 	a = calloc(1, sizeof(*a));
 	fd = a ? sv_mcast_bind(gid, ibqp->qp_num) : -ENOMEM;
 	if (fd < 0) {

@@ -37,6 +37,10 @@
 #define SV_MAX_RD_ATOM    16
 #define SV_MTU            4096
 #define SV_UD_GRH_LEN     40
+/* Multicast groups one UD QP may join (each costs a descriptor); any QP may
+ * attach to a group.  Members are reached on the same host only. */
+#define SV_MAX_MCAST_GRP  1024
+#define SV_MAX_QP         (1 << 16)
 /* A controlled Q_Key: only CAP_NET_RAW sets it on a QP; a send naming one uses the QP's own. */
 #define SV_QKEY_CONTROLLED 0x80000000u
 #define SV_PKEY_DEFAULT   0xffff
