@@ -35,8 +35,10 @@ int sv_rm_rf(const char *path);
 int sv_lib_dir(char *buf, size_t size);
 bool sv_is_chardev(const char *path);
 
-/* ns.c: a private mount namespace where /dev/infiniband is ours. */
+/* ns.c: a private mount namespace where /dev/infiniband is ours and
+ * /sys/class shows root's class/infiniband and class/infiniband_verbs. */
 int sv_ns_enter(void);
 int sv_ns_dev_infiniband(const char *dev_name);
+int sv_ns_sys_class(const char *root);
 
 #endif

@@ -63,6 +63,11 @@ static const char *make_visible(const char *dev_name)
 			sv_cli_prog, SV_CLI_DEV_DIR, strerror(-err));
 		exit(1);
 	}
+	/* Only programs that read /sys/class by its fixed path need this. */
+	err = sv_ns_sys_class(SV_CLI_NS_SYSFS);
+	if (err)
+		fprintf(stderr, "%s run: /sys/class/infiniband not shown in the private namespace: %s\n",
+			sv_cli_prog, strerror(-err));
 	return SV_CLI_NS_SYSFS;
 }
 

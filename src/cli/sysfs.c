@@ -3,11 +3,16 @@
  * rdma-core's sysfs shows for an IB HCA, with the values the device reports
  * (ibv_query_device/port/gid), so the tree and the verbs never disagree.
  * Open MPI's openib needs class/infiniband to exist; UCX and libfabric read
- * the port files; the infiniband_verbs entry ties dev_name to the device.
+ * the port files; the infiniband_verbs entry ties dev_name to the device;
+ * device/net names the interface that carries the device's address, which
+ * is how rdma-core's tests find an IP for rdma_cm.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <infiniband/verbs.h>
 #include <limits.h>
 #include <stdio.h>
@@ -121,6 +126,46 @@ static int write_port(struct ibv_context *ctx, const char *ibdev, int port)
 	return err ?: write_rate(dir, &pa);
 }
 
+/* The interface holding the IPv4 address a GID of the form ::ffff:a.b.c.d
+ * carries (a loopback address: the loopback interface). */
+static bool netdev_of(const union ibv_gid *gid, char *name, size_t size)
+{
+	static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
+	struct ifaddrs *ifa, *i;
+	struct in_addr a;
+	bool found = false;
+
+	if (memcmp(gid->raw, v4_prefix, sizeof(v4_prefix)) || getifaddrs(&ifa))
+		return false;
+	memcpy(&a.s_addr, &gid->raw[12], 4);
+	for (i = ifa; i && !found; i = i->ifa_next) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)i->ifa_addr;
+
+		if (!sin || sin->sin_family != AF_INET)
+			continue;
+		if (sin->sin_addr.s_addr == a.s_addr ||
+		    ((ntohl(a.s_addr) >> 24) == 127 && (i->ifa_flags & IFF_LOOPBACK))) {
+			snprintf(name, size, "%s", i->ifa_name);
+			found = true;
+		}
+	}
+	freeifaddrs(ifa);
+	return found;
+}
+
+static int write_netdev(struct ibv_context *ctx, const char *ibdev)
+{
+	char dir[PATH_MAX + IF_NAMESIZE + 16], name[IF_NAMESIZE];
+	union ibv_gid gid;
+
+	if (ibv_query_gid(ctx, 1, 0, &gid))
+		return -EIO;
+	if (!netdev_of(&gid, name, sizeof(name)))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s/device/net/%s", ibdev, name);
+	return sv_mkdir_p(dir, 0755) ?: sv_write_file(dir, "ifindex", "%u\n", if_nametoindex(name));
+}
+
 static int write_device(struct ibv_context *ctx, const char *ibdev)
 {
 	struct ibv_device_attr a;
@@ -145,7 +190,7 @@ static int write_device(struct ibv_context *ctx, const char *ibdev)
 				   ibv_get_device_name(ctx->device));
 	for (int p = 1; !err && p <= a.phys_port_cnt; p++)
 		err = write_port(ctx, ibdev, p);
-	return err;
+	return err ?: write_netdev(ctx, ibdev);
 }
 
 static int write_uverbs(const char *root, struct ibv_device *dev)
