@@ -16,18 +16,11 @@ done
 # MPI's: preloading the sanitizer runtime into them is not tried yet.
 [[ -z $sanitize ]] || { echo "skip: sanitized build ($sanitize): preloading the sanitizer runtime into mpirun, orted and the ranks is not supported yet"; exit 77; }
 
-ucx=(-x UCX_NET_DEVICES=softverbs0:1 --mca pml ucx)
-iters=()
-case $path in
-  ucx_rc) args=("${ucx[@]}" -x "UCX_TLS=rc_verbs,ud_verbs:aux,self") ;;
-  # UD is slow under UCX here (docs/consumers.md, "Open MPI"): fewer iterations.
-  ucx_ud) args=("${ucx[@]}" -x "UCX_TLS=ud_verbs,self"); iters=(1000 10) ;;
-  ofi) args=(--mca pml cm --mca mtl ofi -x "FI_PROVIDER=verbs;ofi_rxm") ;;
-  # Open MPI 4.1 leaves InfiniBand ports to UCX unless told otherwise.
-  openib) args=(--mca pml ob1 --mca btl "openib,self" --mca btl_openib_allow_ib 1
-                --mca btl_openib_warn_no_device_params_found 0) ;;
-  *) echo "unknown path $path"; exit 2 ;;
-esac
+# shellcheck source=tests/mpi/paths.sh
+. "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
+sv_mpi_path "$path" || { echo "unknown path $path"; exit 2; }
+args=("${SV_MPI_ARGS[@]}")
+iters=("${SV_MPI_ITERS[@]}")
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

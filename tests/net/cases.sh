@@ -303,6 +303,50 @@ case_ucx_perftest() {
   svn_log "PASS: all ucx_perftest runs across hosts"
 }
 
+# --- Open MPI: one rank in each host (issue "consumers", item 5) ------------------
+
+# mpi_run PATH: tests/mpi/pingpong.c with mpirun in h1 (under softverbs run)
+# starting rank 1 in h2 through tests/mpi/rsh-agent.sh (hosts.sh exec, then
+# softverbs run there too); out-of-band traffic on sv0 only.  PATH names the
+# Open MPI path (tests/mpi/paths.sh).  The program passes its own checks and
+# prints its figures.
+mpi_run() {
+  local path=$1 dir=$SVN_TMP/mpi log=$SVN_TMP/mpi/out src rc=0 mpi_dir net_dir
+  local mpirun=(mpirun --allow-run-as-root -np 2 --host "$SVN_H1,$SVN_H2" --bind-to none
+                -x LD_LIBRARY_PATH --mca oob_tcp_if_include sv0 --mca btl_tcp_if_include sv0)
+  src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+  mpi_dir=$src/tests/mpi net_dir=$src/tests/net
+  svn_need mpirun
+  svn_need mpicc
+  # mpirun and orted are Open MPI's uninstrumented programs (tests/mpi/run.sh).
+  [[ -z $SV_RUN_SANITIZE ]] || svn_skip "sanitized build ($SV_RUN_SANITIZE): mpirun, orted and the ranks are not run with the sanitizer runtime"
+  # shellcheck source=tests/mpi/paths.sh
+  . "$mpi_dir/paths.sh"
+  sv_mpi_path "$path" || svn_fail "unknown Open MPI path '$path'"
+  svn_hosts_up
+  mkdir -p "$dir"
+  mpicc -O2 -Wall -Wextra -Werror -o "$dir/pingpong" "$mpi_dir/pingpong.c"
+  # The hosts' fresh /tmp keeps the program, the agent and hosts.sh visible.
+  export SOFTVERBS_HOSTS_KEEP=$SOFTVERBS_HOSTS_KEEP:$dir:$mpi_dir:$net_dir
+  export SOFTVERBS_CLI=$SVN_BUILD/bin/softverbs
+  mpirun+=(--mca plm_rsh_agent "$mpi_dir/rsh-agent.sh" "${SV_MPI_ARGS[@]}")
+  svn_log "h1: softverbs run ${mpirun[*]} pingpong ${SV_MPI_ITERS[*]}"
+  timeout -k 5 "$SVN_TIMEOUT" "$SVN_HOSTS" exec h1 "$SOFTVERBS_CLI" run -- \
+    "${mpirun[@]}" "$dir/pingpong" "${SV_MPI_ITERS[@]}" >"$log" 2>&1 </dev/null || rc=$?
+  sed 's/^/mpirun| /' "$log"
+  ((rc == 0)) || svn_fail "mpirun over $path across hosts: status $rc"
+  grep -q '^PASS' "$log" || svn_fail "mpirun over $path across hosts: no PASS line"
+  grep -E '^[0-9]+ bytes: ' "$log" | sed "s/^/$path measured: /"
+  svn_log "PASS: Open MPI over $path, one rank in each host"
+}
+
+case_mpi_ucx_rc() { mpi_run ucx_rc; }
+case_mpi_ucx_ud() { mpi_run ucx_ud; }
+case_mpi_ofi() { mpi_run ofi; }
+case_mpi_openib() { mpi_run openib; }
+# Open MPI's own TCP transport between the same hosts, for comparison.
+case_mpi_tcp() { mpi_run tcp; }
+
 # --- failures ----------------------------------------------------------------
 
 case_kill_server() { svn_hosts_up; svn_failure_run 18515 kill; }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Test hosts for softverbs across hosts: two network namespaces joined by a
 # veth pair.  Nothing but that link connects them: each command run in a host
-# also gets its own mount namespace with fresh tmpfs mounts on /dev/shm and
-# /tmp (abstract unix sockets are per network namespace already).
+# also gets its own mount and UTS namespaces (hostname = the namespace's
+# name) with fresh tmpfs mounts on /dev/shm and /tmp (abstract unix sockets
+# are per network namespace already).
 #
 #   hosts.sh up                  create the hosts (idempotent)
 #   hosts.sh down                remove them
@@ -180,13 +181,15 @@ do_exec() {
   svh_check
   ns_exists "$n" || svh_die "host $n does not exist: run '$0 up' first"
   keep=$(keep_dirs | paste -sd: -)
-  # In the host: a private mount namespace; fresh /dev/shm; the kept
+  # In the host: a private mount namespace and its own hostname (the
+  # namespace's name: Open MPI tells nodes apart by it); fresh /dev/shm; the kept
   # directories are bind-mounted aside (on the new /dev/shm), the fresh /tmp
   # is mounted, and they are moved back into it read-only.
   # shellcheck disable=SC2016
-  exec ip netns exec "$n" unshare -m --propagation private sh -c '
+  exec ip netns exec "$n" unshare -m -u --propagation private sh -c '
     set -e
-    keep=$1; shift
+    hostname "$1"
+    keep=$2; shift 2
     mount -t tmpfs -o mode=1777,size=50% sv-shm /dev/shm
     i=0
     IFS=:
@@ -208,7 +211,7 @@ do_exec() {
     unset IFS
     cd "$PWD" 2>/dev/null || cd /
     exec "$@"
-  ' sv-host "$keep" "$@"
+  ' sv-host "$n" "$keep" "$@"
 }
 
 do_link() {
