@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # SV_MPI_* are set for the caller to read
 # The Open MPI paths the tests run, by name: sv_mpi_path NAME sets
 # SV_MPI_ARGS (mpirun options) and SV_MPI_ITERS (pingpong.c's arguments).
 # Used by tests/mpi/run.sh (one host) and tests/net/cases.sh (across hosts).
