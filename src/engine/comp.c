@@ -55,6 +55,17 @@ void sv_comp_reap(struct sv_qp *qp)
 	}
 }
 
+static const char *const swqe_state_names[SV_SWQE_NSTATES] = {
+	[SV_SWQE_POSTED] = "POSTED",
+	[SV_SWQE_SENT] = "SENT",
+	[SV_SWQE_DONE] = "DONE",
+};
+
+const char *sv_swqe_state_name(enum sv_swqe_state s)
+{
+	return s < SV_SWQE_NSTATES ? swqe_state_names[s] : "?";
+}
+
 void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
 {
 	sv_info("qp %u: wr %llu fails with %s", qp->ibqp.qp_base.qp_num,
@@ -64,12 +75,10 @@ void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
 		struct sv_swqe *p = sv_sq_at(&qp->sq, i);
 
 		if (p->state != SV_SWQE_DONE) {
-			p->state = SV_SWQE_DONE;
-			p->status = IBV_WC_WR_FLUSH_ERR;
+			sv_swqe_done(qp, p, IBV_WC_WR_FLUSH_ERR);
 		}
 	}
-	w->state = SV_SWQE_DONE;
-	w->status = st;
+	sv_swqe_done(qp, w, st);
 	sv_qp_to_error(qp);      /* flushes the rest and reaps in order */
 }
 
@@ -108,8 +117,7 @@ static void on_ack(struct sv_qp *qp, uint32_t psn)
 		if (w->state == SV_SWQE_SENT && w->opcode != IBV_WR_RDMA_READ &&
 		    w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 		    w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
-			w->state = SV_SWQE_DONE;
-			w->status = IBV_WC_SUCCESS;
+			sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 			any = true;
 		}
 	}
@@ -201,8 +209,7 @@ static void finish_rd_atomic(struct sv_qp *qp, const struct sv_wire_hdr *h)
 		sv_comp_fail(qp, w, st);
 		return;
 	}
-	w->state = SV_SWQE_DONE;
-	w->status = IBV_WC_SUCCESS;
+	sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 	progress_made(qp);
 }
 
@@ -312,9 +319,9 @@ static void ack_timeout(struct sv_qp *qp, uint64_t now)
 		sv_req_arm_ack_timer(qp);
 		return;
 	}
-	sv_info("qp %u: ack timeout (retry %u of %u), head %u next %u tail %u link %d",
+	sv_info("qp %u: ack timeout (retry %u of %u), head %u next %u tail %u link %s",
 		qp->ibqp.qp_base.qp_num, qp->retries + 1, qp->attr.retry_cnt, qp->sq.head,
-		qp->sq.next, qp->sq.tail, qp->link);
+		qp->sq.next, qp->sq.tail, sv_link_state_name(qp->link));
 	if (++qp->retries > qp->attr.retry_cnt) {
 		sv_comp_fail(qp, sv_sq_at(&qp->sq, qp->sq.head), IBV_WC_RETRY_EXC_ERR);
 		return;

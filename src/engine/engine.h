@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "transport/transport.h"
+#include "util/log.h"
 #include "verbs/sv.h"
 
 #define SV_UDP_BUF (sizeof(struct sv_wire_hdr) + SV_MTU)
@@ -200,5 +201,24 @@ void sv_place_advance(struct sv_place *p, size_t n);
  * discarded, the request fails at its end).  Never across a blocking call. */
 bool sv_place_hold(struct sv_place *p);
 void sv_place_copy(struct sv_place *p, const uint8_t *src, size_t n);
+
+/* recv.c: the receive machine's names and its one door. */
+const char *sv_rx_state_name(enum sv_rx_state s);
+void sv_rx_set(struct sv_conn *c, enum sv_rx_state s);
+
+/* The requester WQE state machine's one door (POSTED -> SENT -> DONE, SENT
+ * -> POSTED when rewound); traced by name. */
+static inline void sv_swqe_to(const struct sv_qp *qp, struct sv_swqe *w, enum sv_swqe_state s)
+{
+	sv_trace("qp %u: wqe psn %u %s -> %s", qp->ibqp.qp_base.qp_num, w->psn,
+		 sv_swqe_state_name((enum sv_swqe_state)w->state), sv_swqe_state_name(s));
+	w->state = s;
+}
+
+static inline void sv_swqe_done(const struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
+{
+	sv_swqe_to(qp, w, SV_SWQE_DONE);
+	w->status = st;
+}
 
 #endif

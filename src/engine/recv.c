@@ -356,28 +356,51 @@ void sv_rx_serve(struct sv_conn *c)
 		sv_conn_lost(c);
 }
 
+static const char *const rx_state_names[SV_RX_NSTATES] = {
+	[SV_RX_HDR] = "HDR",
+	[SV_RX_HELD] = "HELD",
+	[SV_RX_READY] = "READY",
+	[SV_RX_PAYLOAD] = "PAYLOAD",
+};
+
+const char *sv_rx_state_name(enum sv_rx_state s)
+{
+	return s < SV_RX_NSTATES ? rx_state_names[s] : "?";
+}
+
+/* QP lock held; pollers read the state without it. */
+void sv_rx_set(struct sv_conn *c, enum sv_rx_state s)
+{
+	sv_trace("qp %u: rx %s -> %s", c->qp ? c->qp->ibqp.qp_base.qp_num : 0,
+		 sv_rx_state_name(c->rx_state), sv_rx_state_name(s));
+	__atomic_store_n(&c->rx_state, s, __ATOMIC_RELAXED);
+}
+
+/* HDR -> PAYLOAD -> HDR, frame after frame; a SEND with no receive to take
+ * it may be held (HDR -> HELD, resp.c) until a receive makes it READY, and
+ * then begins again from its kept header. */
 static void rx_frames(struct sv_conn *c)
 {
 	while (!c->dead && !c->paused) {
-		if (c->rx_state == SV_RX_HDR) {
+		if (c->rx_state == SV_RX_HELD)
+			return;                         /* no input until it is READY */
+		if (c->rx_state != SV_RX_PAYLOAD) {
 			if (!resp_room(c)) {
 				sv_conn_pause(c, true);
 				return;
 			}
-			if (c->rx_hdr_ready)             /* a held SEND: begin again */
-				__atomic_store_n(&c->rx_hdr_ready, false, __ATOMIC_RELAXED);
+			if (c->rx_state == SV_RX_READY)  /* the held SEND begins again */
+				sv_rx_set(c, SV_RX_HDR);
 			else if (!rx_next_header(c))
 				return;
 			rx_begin(c);
-			if (c->rx_hdr_ready)             /* held again (resp.c) */
+			if (c->rx_state == SV_RX_HELD || c->dead)
 				return;
-			if (c->dead)
-				return;
-			c->rx_state = SV_RX_PAYLOAD;
+			sv_rx_set(c, SV_RX_PAYLOAD);
 		}
 		if (!rx_payload(c))
 			return;
-		c->rx_state = SV_RX_HDR;
+		sv_rx_set(c, SV_RX_HDR);
 		c->rx_got = 0;
 		rx_end(c);
 	}

@@ -235,8 +235,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 			c->cma_ok = false;      /* the kernel says no: use the validated path */
 		return false;
 	}
-	w->state = SV_SWQE_DONE;
-	w->status = IBV_WC_SUCCESS;
+	sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 	qp->sq.next++;
 	sv_comp_reap(qp);
 	return true;
@@ -315,12 +314,11 @@ void sv_req_sent(struct sv_qp *qp, uint32_t idx)
 	if (w->state != SV_SWQE_POSTED)
 		return;
 	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UC) {
-		w->state = SV_SWQE_DONE;
-		w->status = IBV_WC_SUCCESS;
+		sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 		sv_comp_reap(qp);
 		return;
 	}
-	w->state = SV_SWQE_SENT;
+	sv_swqe_to(qp, w, SV_SWQE_SENT);
 	sv_req_arm_ack_timer(qp);
 }
 
@@ -330,7 +328,7 @@ void sv_req_rewind(struct sv_qp *qp, uint32_t idx)
 		struct sv_swqe *w = sv_sq_at(&qp->sq, i);
 
 		if (w->state == SV_SWQE_SENT)
-			w->state = SV_SWQE_POSTED;
+			sv_swqe_to(qp, w, SV_SWQE_POSTED);
 	}
 	qp->sq.next = idx;
 	qp->rd_outstanding = 0;
@@ -377,8 +375,7 @@ static void ud_send_one(struct sv_qp *qp, struct sv_swqe *w)
 		else if (sv_dgram_send(node, qp->ibqp.qp_base.qp_num, &dst, iov, f.nseg + 1))
 			st = IBV_WC_GENERAL_ERR;
 	}
-	w->state = SV_SWQE_DONE;
-	w->status = st;
+	sv_swqe_done(qp, w, st);
 }
 
 static void ud_send_all(struct sv_qp *qp)
@@ -401,8 +398,7 @@ static void ud_send_all(struct sv_qp *qp)
 		for (uint32_t i = qp->sq.next; i != qp->sq.tail; i++) {
 			struct sv_swqe *w = sv_sq_at(&qp->sq, i);
 
-			w->state = SV_SWQE_DONE;
-			w->status = IBV_WC_WR_FLUSH_ERR;
+			sv_swqe_done(qp, w, IBV_WC_WR_FLUSH_ERR);
 		}
 		qp->sq.next = qp->sq.tail;
 		sv_comp_reap(qp);
@@ -495,11 +491,32 @@ void sv_req_kick(struct sv_qp *qp)
 	sv_req_arm_ack_timer(qp);
 }
 
+static const char *const link_state_names[SV_LINK_NSTATES] = {
+	[SV_LINK_IDLE] = "IDLE",
+	[SV_LINK_CONNECTING] = "CONNECTING",
+	[SV_LINK_HELLO] = "HELLO",
+	[SV_LINK_UP] = "UP",
+	[SV_LINK_BACKOFF] = "BACKOFF",
+};
+
+const char *sv_link_state_name(enum sv_link_state s)
+{
+	return s < SV_LINK_NSTATES ? link_state_names[s] : "?";
+}
+
+void sv_link_set(struct sv_qp *qp, enum sv_link_state s)
+{
+	if (qp->link != s)
+		sv_info("qp %u: link %s -> %s", qp->ibqp.qp_base.qp_num,
+			sv_link_state_name(qp->link), sv_link_state_name(s));
+	qp->link = s;
+}
+
 void sv_req_link_failed(struct sv_qp *qp)
 {
 	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
 
-	qp->link = SV_LINK_BACKOFF;
+	sv_link_set(qp, SV_LINK_BACKOFF);
 	qp->link_deadline = sv_now_ns() + SV_RECONNECT_NS;
 	sv_node_timer_update(node, qp);
 	sv_req_arm_ack_timer(qp);
@@ -535,7 +552,7 @@ void sv_req_start_link(struct sv_qp *qp)
 		return;
 	}
 	qp->out = c;
-	qp->link = SV_LINK_CONNECTING;
+	sv_link_set(qp, SV_LINK_CONNECTING);
 }
 
 void sv_req_on_connected(struct sv_qp *qp)
@@ -555,7 +572,7 @@ void sv_req_on_connected(struct sv_qp *qp)
 			c->n_tx_fds = c->tx_fds[1] >= 0 ? 2 : 1;
 		}
 	}
-	qp->link = SV_LINK_HELLO;
+	sv_link_set(qp, SV_LINK_HELLO);
 	qp->link_deadline = 0;
 	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
 	sv_frame_init(f, SV_OP_HELLO, qp->peer_qpn, qp->ibqp.qp_base.qp_num, 0);
@@ -600,7 +617,7 @@ void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
 	sv_info("qp %u: link up (%s%s)", qp->ibqp.qp_base.qp_num,
 		c->shm_on ? "shared memory" : c->is_unix ? "unix socket" : "tcp",
 		c->cma_ok ? ", cross-memory attach" : "");
-	qp->link = SV_LINK_UP;
+	sv_link_set(qp, SV_LINK_UP);
 	qp->gone_deadline = 0;
 	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
 	/* frames are sent after this response has been consumed */
@@ -622,7 +639,7 @@ void sv_engine_qp_teardown(struct sv_qp *qp)
 	/* receives already done in the current batch complete before any
 	 * flush (requests come in on the outbound channel too, if turned);
 	 * the flush writes the ACK held, not requests still queued */
-	qp->link = SV_LINK_IDLE;
+	sv_link_set(qp, SV_LINK_IDLE);
 	sv_verify_drop_all(qp);
 	for (int i = 0; i < 2; i++) {
 		struct sv_conn *c = i ? qp->out : qp->in;

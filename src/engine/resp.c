@@ -295,7 +295,7 @@ static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr
  * too, which must not wait.  Not with an SRQ, whose posts are not the QP's.
  *
  * No system call on the way: the channel reports no input while the SEND
- * waits (rx_held), a post clears that and the next poll takes it; a
+ * waits (SV_RX_HELD), a post makes it READY and the next poll takes it; a
  * receiver that does not poll has it taken by the timer.  The timer is
  * armed once per T, not per hold: a receiver that keeps its queue empty
  * (one receive posted per completion, a backlog in the ring) holds once
@@ -305,11 +305,9 @@ static bool rnr_hold(struct sv_qp *qp, struct sv_conn *c)
 {
 	if (!c->shm_on || !is_rc(qp) || qp->srq || qp->rnr_hold_over)
 		return false;
-	if (!c->rx_held) {
+	if (c->rx_state != SV_RX_HELD)
 		qp->rnr_hold_since = sv_now_ns();
-		__atomic_store_n(&c->rx_held, true, __ATOMIC_RELAXED);
-	}
-	__atomic_store_n(&c->rx_hdr_ready, true, __ATOMIC_RELAXED);
+	sv_rx_set(c, SV_RX_HELD);
 	if (!qp->rnr_hold_deadline) {
 		qp->rnr_hold_deadline = qp->rnr_hold_since +
 					 sv_rnr_timer_ns(qp->attr.min_rnr_timer);
@@ -321,8 +319,8 @@ static bool rnr_hold(struct sv_qp *qp, struct sv_conn *c)
 /* A receive was posted: the held SEND, if any, is input again. */
 void sv_resp_rnr_resume(struct sv_qp *qp)
 {
-	if (qp->in && qp->in->rx_held)
-		__atomic_store_n(&qp->in->rx_held, false, __ATOMIC_RELAXED);
+	if (qp->in && qp->in->rx_state == SV_RX_HELD)
+		sv_rx_set(qp->in, SV_RX_READY);
 }
 
 /* Progress thread, QP lock held.  A SEND held for the whole RNR timer gets
@@ -333,15 +331,16 @@ void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now)
 	uint64_t t = sv_rnr_timer_ns(qp->attr.min_rnr_timer);
 
 	qp->rnr_hold_deadline = 0;
-	if (!c || !c->rx_hdr_ready || c->closed || c->dead)
+	if (!c || (c->rx_state != SV_RX_HELD && c->rx_state != SV_RX_READY) ||
+	    c->closed || c->dead)
 		return;
-	if (c->rx_held) {
+	if (c->rx_state == SV_RX_HELD) {
 		if (now - qp->rnr_hold_since < t) {     /* a later hold: its own time */
 			qp->rnr_hold_deadline = qp->rnr_hold_since + t;
 			return;
 		}
 		qp->rnr_hold_over = true;
-		__atomic_store_n(&c->rx_held, false, __ATOMIC_RELAXED);
+		sv_rx_set(c, SV_RX_READY);
 	}
 	sv_rx_serve(c);      /* a held SEND is on a ring channel */
 }

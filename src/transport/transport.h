@@ -29,9 +29,14 @@
 
 struct sv_qp;
 
+/* The receive machine of a channel (engine/recv.c).  Pollers read it
+ * without the QP lock (sv_conn_shm_has_input); it changes under the lock. */
 enum sv_rx_state {
 	SV_RX_HDR,        /* collecting a frame header */
+	SV_RX_HELD,       /* a SEND's header is in, no receive posted: no input (resp.c) */
+	SV_RX_READY,      /* that SEND may go on (a receive came, or the RNR timer ran out) */
 	SV_RX_PAYLOAD,    /* placing payload bytes */
+	SV_RX_NSTATES
 };
 
 /* Who is at the other end of a channel (engine/verify.c).  An outbound
@@ -138,9 +143,7 @@ struct sv_conn {
 	uint32_t tx_since_rx;        /* outbound: requests written since the last response */
 
 	/* receive machine */
-	enum sv_rx_state rx_state;
-	bool rx_hdr_ready;           /* rx_hdr is decoded, not begun: a held SEND */
-	bool rx_held;                /* it waits for a receive: no input until one is posted */
+	enum sv_rx_state rx_state;   /* sv_rx_set() changes it */
 	struct sv_wire_hdr rx_hdr;
 	size_t rx_got;
 	size_t rx_remain;            /* payload bytes still to place */

@@ -196,7 +196,7 @@ static void qp_reset(struct sv_qp *qp)
 	qp->rd_outstanding = qp->retries = qp->rnr_retries = 0;
 	sv_qp_timers_stop(qp);
 	qp->rnr_wait = qp->nak_sent = qp->comm_est_sent = false;
-	qp->link = SV_LINK_IDLE;
+	sv_link_set(qp, SV_LINK_IDLE);
 	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
 }
 

@@ -190,6 +190,7 @@ enum sv_swqe_state {
 	SV_SWQE_POSTED,              /* not yet (fully) transmitted */
 	SV_SWQE_SENT,                /* transmitted, waiting for ack/response */
 	SV_SWQE_DONE,                /* finished; completion may be generated */
+	SV_SWQE_NSTATES
 };
 
 /* A send work request as posted. */
@@ -235,7 +236,15 @@ enum sv_link_state {
 	SV_LINK_HELLO,               /* HELLO sent, waiting for HELLO_ACK */
 	SV_LINK_UP,                  /* outbound channel established */
 	SV_LINK_BACKOFF,             /* failed; reconnect at timer */
+	SV_LINK_NSTATES
 };
+struct sv_qp;
+/* engine/req.c: the link's name, and its one door (every change logged). */
+const char *sv_link_state_name(enum sv_link_state s);
+void sv_link_set(struct sv_qp *qp, enum sv_link_state s);
+
+/* Requester WQE states' names (engine/comp.c). */
+const char *sv_swqe_state_name(enum sv_swqe_state s);
 
 struct sv_qp {
 	struct ibv_qp_ex ibqp;       /* prefix: struct ibv_qp */

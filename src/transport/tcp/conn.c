@@ -353,10 +353,10 @@ bool sv_conn_shm_has_input(const struct sv_conn *c)
 {
 	uint32_t w;
 
-	return (!__atomic_load_n(&c->paused, __ATOMIC_RELAXED) &&
-		!__atomic_load_n(&c->rx_held, __ATOMIC_RELAXED) &&
-		(__atomic_load_n(&c->rx_hdr_ready, __ATOMIC_RELAXED) ||
-		 sv_ring_has_input(c->shm.rx, c->shm.size))) ||
+	enum sv_rx_state rx = __atomic_load_n(&c->rx_state, __ATOMIC_RELAXED);
+
+	return (!__atomic_load_n(&c->paused, __ATOMIC_RELAXED) && rx != SV_RX_HELD &&
+		(rx == SV_RX_READY || sv_ring_has_input(c->shm.rx, c->shm.size))) ||
 	       (c->outbound && shm_ack_moved(c, &w));
 }
 
