@@ -65,7 +65,7 @@ bench: build
 lint:
 	@if command -v shellcheck >/dev/null; then \
 	  shellcheck -x scripts/*.sh tools/*.sh tests/*.sh tests/compat/*.sh tests/net/*.sh tests/cm/*.sh tests/consumers/*.sh tests/qperf/*.sh tests/libfabric/*.sh tests/pyverbs/*.sh tests/mpi/*.sh \
-	    bench/*.sh .ci/run && echo "shellcheck: clean"; \
+	    tests/lint/*.sh bench/*.sh .ci/run && echo "shellcheck: clean"; \
 	else \
 	  echo "make lint: shellcheck is not installed (apt-get install shellcheck)"; exit 1; \
 	fi
