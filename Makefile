@@ -9,7 +9,7 @@
 #   make test-plain  the tests of build/ only; also test-asan, test-tsan
 #   make bench       benchmarks (bench/run.sh)
 #   make deps        install every Debian package the project uses
-#   make lint        shellcheck the shell scripts
+#   make lint        shellcheck the shell scripts, check the layering of src/
 #   make install     libraries to PREFIX/lib/softverbs, softverbs to PREFIX/bin (DESTDIR too)
 #   make uninstall   remove exactly what make install put
 #   make clean       remove the build directories
@@ -65,10 +65,11 @@ bench: build
 lint:
 	@if command -v shellcheck >/dev/null; then \
 	  shellcheck -x scripts/*.sh tools/*.sh tests/*.sh tests/compat/*.sh tests/net/*.sh tests/cm/*.sh tests/consumers/*.sh tests/qperf/*.sh tests/libfabric/*.sh tests/pyverbs/*.sh tests/mpi/*.sh \
-	    bench/*.sh .ci/run && echo "shellcheck: clean"; \
+	    tests/lint/*.sh bench/*.sh .ci/run && echo "shellcheck: clean"; \
 	else \
 	  echo "make lint: shellcheck is not installed (apt-get install shellcheck)"; exit 1; \
 	fi
+	@bash tools/layering.sh
 
 # cmake --install honours DESTDIR from the environment and writes the list of
 # installed files to the build directory; uninstall removes exactly those.
