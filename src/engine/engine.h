@@ -20,14 +20,14 @@
 #include "util/log.h"
 #include "verbs/sv.h"
 
-#define SV_UDP_BUF (sizeof(struct sv_wire_hdr) + SV_MTU)
+/* The engine's answers to the transport (upcalls.c registers them). */
+extern const struct sv_upcalls sv_engine_upcalls;
 
-/* progress-thread entry points */
-void sv_engine_on_accept(struct sv_handler *h, uint32_t events);
-void sv_engine_on_accept_unix(struct sv_handler *h, uint32_t events);
-void sv_engine_on_dgram(struct sv_handler *h, uint32_t events);
-void sv_engine_on_conn(struct sv_handler *h, uint32_t events);
+/* progress-thread entry points, reached through sv_engine_upcalls */
+void sv_engine_on_conn(struct sv_conn *c, uint32_t events);
 void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
+void sv_engine_on_dgram(struct sv_node *node, const struct sockaddr_in *from,
+			const struct sv_wire_hdr *h, const uint8_t *payload);
 /* An inbound channel still on the node's pending list SV_PENDING_TTL_NS
  * after it was accepted (told once; node->lock not held): it must go. */
 void sv_engine_pending_expired(struct sv_conn *c);
@@ -145,7 +145,6 @@ void sv_rx_process(struct sv_conn *c);
  * has to write, and drop the channel if it died. */
 void sv_rx_serve(struct sv_conn *c);
 void sv_conn_lost(struct sv_conn *c);
-void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf);
 void sv_engine_protocol_error(struct sv_conn *c, const char *why);
 
 /* xmit.c */

@@ -640,9 +640,8 @@ static bool lock_or_defer(struct sv_conn *c, struct sv_qp *qp, uint32_t *events)
 	return true;
 }
 
-void sv_engine_on_conn(struct sv_handler *h, uint32_t events)
+void sv_engine_on_conn(struct sv_conn *c, uint32_t events)
 {
-	struct sv_conn *c = sv_container_of(h, struct sv_conn, h);
 	struct sv_qp *qp = c->qp;
 
 	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE))
@@ -686,83 +685,18 @@ void sv_engine_serve_deferred(struct sv_qp *qp)
 }
 
 
-/* Accepts per wake-up: the HELLOs of those accepted are read before more
- * come in, or a burst of connection setups would fill the pending list. */
-#define SV_ACCEPT_BATCH 16
-
-/* Accept queued connections; each waits for its HELLO on the node's
- * pending list, which bounds how many and for how long. */
-static void accept_all(struct sv_pgroup *g, int lfd, bool is_unix)
-{
-	for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct sv_conn *c;
-
-		if (fd < 0) {
-			sv_node_accept_failed(g, errno);
-			return;
-		}
-		if (!sv_node_pending_room(g)) {
-			close(fd);       /* left queued, it would keep the listener ready */
-			continue;
-		}
-		c = sv_conn_new(g->node, fd, false, true);
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->is_unix = is_unix;
-		sv_node_pending_add(g, c);
-		if (sv_conn_start(c))
-			sv_conn_close(c);
-	}
-}
-
-void sv_engine_on_accept(struct sv_handler *h, uint32_t events)
-{
-	accept_all(sv_container_of(h, struct sv_pgroup, listen_h), h->fd, false);
-}
-
-void sv_engine_on_accept_unix(struct sv_handler *h, uint32_t events)
-{
-	accept_all(sv_container_of(h, struct sv_pgroup, unix_h), h->fd, true);
-}
-
 /* ---- datagrams ---- */
 
-/* Receive every queued datagram of a port group into `buf`. */
-void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf)
+/* A datagram the transport checked (udp/dgram.c): to its UD QP. */
+void sv_engine_on_dgram(struct sv_node *node, const struct sockaddr_in *from,
+			const struct sv_wire_hdr *h, const uint8_t *payload)
 {
-	for (;;) {
-		struct sockaddr_in from;
-		socklen_t fl = sizeof(from);
-		struct sv_wire_hdr hdr;
-		struct sv_qp *qp;
-		ssize_t r = recvfrom(fd, buf, SV_UDP_BUF, MSG_DONTWAIT | MSG_TRUNC,
-				     (struct sockaddr *)&from, &fl);
+	struct sv_qp *qp = sv_node_lookup_qp(node, h->dst_qpn);
 
-		if (r < 0)
-			return;
-		if ((size_t)r < sizeof(hdr) || (size_t)r > SV_UDP_BUF)
-			continue;                   /* runt or oversized: drop */
-		memcpy(&hdr, buf, sizeof(hdr));
-		if (!sv_wire_decode(&hdr) || hdr.len != (size_t)r - sizeof(hdr) ||
-		    (hdr.opcode != SV_OP_SEND && hdr.opcode != SV_OP_SEND_IMM) ||
-		    !sv_dgram_source_ok(node, &from, &hdr))
-			continue;                   /* malformed, or a forged source: drop */
-		qp = sv_node_lookup_qp(node, hdr.dst_qpn);
-		if (!qp)
-			continue;
-		pthread_mutex_lock(&qp->lock);
-		if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD)
-			sv_resp_ud(qp, &hdr, buf + sizeof(hdr), from.sin_addr);
-		pthread_mutex_unlock(&qp->lock);
-	}
-}
-
-void sv_engine_on_dgram(struct sv_handler *h, uint32_t events)
-{
-	struct sv_node *node = sv_container_of(h, struct sv_pgroup, udp_h)->node;
-
-	sv_dgram_drain(node, h->fd, node->udp_buf);
+	if (!qp)
+		return;
+	pthread_mutex_lock(&qp->lock);
+	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD)
+		sv_resp_ud(qp, h, payload, from->sin_addr);
+	pthread_mutex_unlock(&qp->lock);
 }

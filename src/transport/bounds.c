@@ -125,7 +125,7 @@ static int reap_pending(struct sv_node *node, uint64_t now)
 	/* Closed channels are freed by the progress thread only (we are it),
 	 * after its batch: the pointers stay valid meanwhile. */
 	for (int i = 0; i < n; i++)
-		sv_engine_pending_expired(due[i]);
+		node->up->pending_expired(due[i]);
 	return ms_until(next, now);
 }
 

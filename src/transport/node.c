@@ -286,7 +286,7 @@ static int run_timers(struct sv_node *node)
 	pthread_mutex_unlock(&node->lock);
 
 	for (int i = 0; i < n; i++)
-		sv_engine_on_timer(due[i], now);
+		node->up->timer(due[i], now);
 	if (n)
 		return 0;
 	if (!next)
@@ -322,11 +322,11 @@ static int serve_rings(struct sv_node *node, int timeout)
 	uint64_t now = sv_now_ns();
 
 	for (int i = 0; i < n; i++) {
-		if (sv_engine_poller_active(ready[i], now)) {
+		if (node->up->poller_active(ready[i], now)) {
 			node->rings_left = true;
 			continue;
 		}
-		sv_engine_on_conn(&ready[i]->h, 0);
+		node->up->chan_ready(ready[i], 0);
 		served++;
 	}
 	if (served)
@@ -367,7 +367,7 @@ void sv_node_add_cq(struct sv_node *node, struct sv_cq *cq)
 
 void sv_node_del_cq(struct sv_node *node, struct sv_cq *cq)
 {
-	sv_engine_spin_end(node, cq);
+	node->up->spin_end(node, cq);
 	pthread_mutex_lock(&node->lock);
 	sv_list_del(&cq->spin_link);
 	pthread_mutex_unlock(&node->lock);
@@ -396,7 +396,7 @@ static int spin_tick(struct sv_node *node, int timeout)
 	__atomic_store_n(&node->ticking, true, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&node->lock);
 	sv_list_for_each_safe(pos, tmp, &node->cqs)
-		sv_engine_spin_reap(node, sv_container_of(pos, struct sv_cq, spin_link), now);
+		node->up->spin_reap(node, sv_container_of(pos, struct sv_cq, spin_link), now);
 	pthread_mutex_unlock(&node->lock);
 	return timeout < 0 || timeout > SV_SPIN_TICK_MS ? SV_SPIN_TICK_MS : timeout;
 }
@@ -489,9 +489,9 @@ static int open_udp(struct sv_node *node, uint16_t port)
 
 static bool watch_group(struct sv_node *node, struct sv_pgroup *g)
 {
-	g->listen_h.fn = sv_engine_on_accept;
-	g->unix_h.fn = sv_engine_on_accept_unix;
-	g->udp_h.fn = sv_engine_on_dgram;
+	g->listen_h.fn = sv_conn_on_accept;
+	g->unix_h.fn = sv_conn_on_accept_unix;
+	g->udp_h.fn = sv_dgram_on_ready;
 	return !sv_node_watch(node, &g->listen_h, EPOLLIN) &&
 	       !sv_node_watch(node, &g->unix_h, EPOLLIN) &&
 	       !sv_node_watch(node, &g->udp_h, EPOLLIN);
@@ -638,12 +638,13 @@ struct sv_qp *sv_node_lookup_qp(struct sv_node *node, uint32_t qpn)
 
 /* ---- lifetime ---- */
 
-static struct sv_node *node_create(void)
+static struct sv_node *node_create(const struct sv_upcalls *up)
 {
 	struct sv_node *node = calloc(1, sizeof(*node));
 
 	if (!node)
 		return NULL;
+	node->up = up;
 	pthread_mutex_init(&node->lock, NULL);
 	pthread_cond_init(&node->cond, NULL);
 	sv_list_init(&node->timers);
@@ -720,7 +721,7 @@ static void install_atfork(void)
 	pthread_atfork(NULL, NULL, atfork_child);
 }
 
-struct sv_node *sv_node_get(void)
+struct sv_node *sv_node_get(const struct sv_upcalls *up)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct sv_node *node;
@@ -728,7 +729,7 @@ struct sv_node *sv_node_get(void)
 	pthread_once(&once, install_atfork);
 	pthread_mutex_lock(&node_global_lock);
 	if (!the_node)
-		the_node = node_create();
+		the_node = node_create(up);
 	node = the_node;
 	if (node)
 		node->refcnt++;

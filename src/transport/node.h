@@ -63,7 +63,9 @@ struct sv_cmd {
 	bool done;
 };
 
+struct sv_upcalls;
 struct sv_node {
+	const struct sv_upcalls *up; /* the engine (transport.h) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int refcnt;
@@ -110,7 +112,8 @@ struct sv_addr_plan {
 };
 const struct sv_addr_plan *sv_addr_plan(void);
 
-struct sv_node *sv_node_get(void);
+/* The process's node, started on first use with the engine's upcalls. */
+struct sv_node *sv_node_get(const struct sv_upcalls *up);
 void sv_node_put(struct sv_node *node);
 
 /* A QPN is reserved first and the QP published once it is fully built:

@@ -26,6 +26,7 @@
 #include "wire/proto.h"
 
 #define SV_PLACE_MAX_SEG 34     /* max_sge + GRH area + inline */
+#define SV_UDP_BUF (sizeof(struct sv_wire_hdr) + SV_WIRE_MTU)
 
 struct sv_qp;
 
@@ -225,6 +226,37 @@ int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, b
  * most SV_DIRECT_WAIT_NS; a peer still at it then loses its channel. */
 #define SV_DIRECT_WAIT_NS (1000ull * 1000 * 1000)
 void sv_conn_shm_wait_direct(struct sv_node *node, uint32_t slot);
+
+/* What the transport tells the engine: its one way up, given to the node
+ * when it starts (sv_node_get).  On the progress thread, unless said. */
+struct sv_cq;
+struct sv_upcalls {
+	/* a channel has events (0: a ring channel has input) */
+	void (*chan_ready)(struct sv_conn *c, uint32_t events);
+	/* an inbound channel's handshake time ran out (bounds.c): it must go */
+	void (*pending_expired)(struct sv_conn *c);
+	/* a well-formed datagram for h->dst_qpn, its source checked */
+	void (*dgram)(struct sv_node *node, const struct sockaddr_in *from,
+		      const struct sv_wire_hdr *h, const uint8_t *payload);
+	/* a QP's deadline came */
+	void (*timer)(struct sv_qp *qp, uint64_t now);
+	/* does an application thread poll this ring channel's CQ right now? */
+	bool (*poller_active)(struct sv_conn *c, uint64_t now);
+	/* CQ spins: end one (any thread), end those nobody polls any more */
+	void (*spin_end)(struct sv_node *node, struct sv_cq *cq);
+	void (*spin_reap)(struct sv_node *node, struct sv_cq *cq, uint64_t now);
+	/* a channel goes: application pollers must stop looking at it */
+	void (*drive_forget)(struct sv_conn *c);
+};
+
+/* tcp/conn.c: the listeners' handlers (TCP and unix). */
+void sv_conn_on_accept(struct sv_handler *h, uint32_t events);
+void sv_conn_on_accept_unix(struct sv_handler *h, uint32_t events);
+
+/* udp/dgram.c: every datagram queued on a port group's UDP socket, read
+ * into buf (SV_UDP_BUF), checked and handed up; the handler does the same. */
+void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf);
+void sv_dgram_on_ready(struct sv_handler *h, uint32_t events);
 
 /* udp/dgram.c: datagrams leave from the port group of src_qpn. */
 int sv_dgram_send(struct sv_node *node, uint32_t src_qpn, const struct sockaddr_in *dst,

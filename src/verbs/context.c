@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "engine/engine.h"
 #include "transport/node.h"
 #include "util/time.h"
 #include "verbs/ops.h"
@@ -266,7 +267,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	c = &ctx->vctx.context;
-	ctx->node = sv_node_get();
+	ctx->node = sv_node_get(&sv_engine_upcalls);
 	c->cmd_fd = -1;
 	if (sv_evfd_init(&ctx->async_ev) || !ctx->node || (c->cmd_fd = open_cmd_fd()) < 0) {
 		int e = ctx->node ? errno : ENOMEM;

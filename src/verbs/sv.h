@@ -35,7 +35,7 @@
 #define SV_MAX_QP_WR      16384
 #define SV_MAX_CQE        (1 << 22)
 #define SV_MAX_RD_ATOM    16
-#define SV_MTU            4096
+#define SV_MTU            SV_WIRE_MTU
 #define SV_UD_GRH_LEN     40
 /* Multicast groups one UD QP may join (each costs a descriptor); any QP may
  * attach to a group.  Members are reached on the same host only. */

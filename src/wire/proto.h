@@ -59,6 +59,7 @@ enum {
 /* Scatter/gather entries per request: the device's max_sge, and the most
  * descriptors a pulled SEND may carry. */
 #define SV_WIRE_MAX_SGE 32
+#define SV_WIRE_MTU 4096        /* path MTU: the largest UD payload */
 
 /* A pulled SEND's payload: where the message lies in the requester. */
 struct sv_wire_pull {

@@ -768,7 +768,7 @@ static void drive(struct sv_conn *c, struct fz_peer *p, const uint8_t *buf, size
 			progress = w > 0;
 		}
 		if (!c->closed)
-			sv_engine_on_conn(&c->h, EPOLLIN | EPOLLOUT);
+			sv_engine_on_conn(c, EPOLLIN | EPOLLOUT);
 		drain_peer(c, p);
 		drain_cq();                  /* the application-driven path, too */
 		if (c->closed)
@@ -1218,7 +1218,7 @@ static void run_resp(const uint8_t *data, size_t size)
 			}
 		}
 		if (!c->closed)
-			sv_engine_on_conn(&c->h, EPOLLIN | EPOLLOUT);
+			sv_engine_on_conn(c, EPOLLIN | EPOLLOUT);
 		drain_responses(fd);         /* here: the requests */
 		drain_cq();
 		if (c->closed)

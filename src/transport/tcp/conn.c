@@ -35,6 +35,13 @@ static void tune_socket(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 }
 
+static void on_events(struct sv_handler *h, uint32_t events)
+{
+	struct sv_conn *c = sv_container_of(h, struct sv_conn, h);
+
+	c->node->up->chan_ready(c, events);
+}
+
 struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool connected)
 {
 	struct sv_conn *c = calloc(1, sizeof(*c));
@@ -48,7 +55,7 @@ struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool co
 	}
 	pthread_mutex_init(&c->watch_lock, NULL);
 	c->h.fd = fd;
-	c->h.fn = sv_engine_on_conn;
+	c->h.fn = on_events;
 	c->node = node;
 	c->outbound = outbound;
 	c->connected = connected;
@@ -163,7 +170,7 @@ void sv_conn_close(struct sv_conn *c)
 		__atomic_store_n(&c->shm.tx->closed, 1, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
 	}
-	sv_engine_drive_forget(c);      /* while the fd still names it */
+	c->node->up->drive_forget(c);   /* while the fd still names it */
 	pthread_mutex_lock(&c->watch_lock);     /* no rewatch of a reused fd */
 	sv_node_unwatch(node, &c->h);
 	close(c->h.fd);
@@ -539,4 +546,46 @@ int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct 
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+/* Accepts per wake-up: the HELLOs of those accepted are read before more
+ * come in, or a burst of connection setups would fill the pending list. */
+#define SV_ACCEPT_BATCH 16
+
+/* Accept queued connections; each waits for its HELLO on the node's
+ * pending list, which bounds how many and for how long. */
+static void accept_all(struct sv_pgroup *g, int lfd, bool is_unix)
+{
+	for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sv_conn *c;
+
+		if (fd < 0) {
+			sv_node_accept_failed(g, errno);
+			return;
+		}
+		if (!sv_node_pending_room(g)) {
+			close(fd);       /* left queued, it would keep the listener ready */
+			continue;
+		}
+		c = sv_conn_new(g->node, fd, false, true);
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->is_unix = is_unix;
+		sv_node_pending_add(g, c);
+		if (sv_conn_start(c))
+			sv_conn_close(c);
+	}
+}
+
+void sv_conn_on_accept(struct sv_handler *h, uint32_t events)
+{
+	accept_all(sv_container_of(h, struct sv_pgroup, listen_h), h->fd, false);
+}
+
+void sv_conn_on_accept_unix(struct sv_handler *h, uint32_t events)
+{
+	accept_all(sv_container_of(h, struct sv_pgroup, unix_h), h->fd, true);
 }

@@ -3,9 +3,9 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <string.h>
 #include <sys/socket.h>
 
-#include "engine/engine.h"
 #include "transport/transport.h"
 #include "transport/unix/mcast.h"
 
@@ -52,4 +52,33 @@ bool sv_dgram_source_ok(const struct sv_node *node, const struct sockaddr_in *fr
 	/* Every loopback address names this host (node.c), but a stranger may bind
 	 * 127.0.0.2:P while P's group holds only A:P: loopback only when A is. */
 	return !is_loopback(from->sin_addr) || from->sin_addr.s_addr == node->addr.s_addr;
+}
+
+void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf)
+{
+	for (;;) {
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		struct sv_wire_hdr hdr;
+		ssize_t r = recvfrom(fd, buf, SV_UDP_BUF, MSG_DONTWAIT | MSG_TRUNC,
+				     (struct sockaddr *)&from, &fl);
+
+		if (r < 0)
+			return;
+		if ((size_t)r < sizeof(hdr) || (size_t)r > SV_UDP_BUF)
+			continue;                   /* runt or oversized: drop */
+		memcpy(&hdr, buf, sizeof(hdr));
+		if (!sv_wire_decode(&hdr) || hdr.len != (size_t)r - sizeof(hdr) ||
+		    (hdr.opcode != SV_OP_SEND && hdr.opcode != SV_OP_SEND_IMM) ||
+		    !sv_dgram_source_ok(node, &from, &hdr))
+			continue;                   /* malformed, or a forged source: drop */
+		node->up->dgram(node, &from, &hdr, buf + sizeof(hdr));
+	}
+}
+
+void sv_dgram_on_ready(struct sv_handler *h, uint32_t events)
+{
+	struct sv_node *node = sv_container_of(h, struct sv_pgroup, udp_h)->node;
+
+	sv_dgram_drain(node, h->fd, node->udp_buf);
 }

@@ -1,0 +1,13 @@
+/* The engine's side of the transport's one way up (transport.h). */
+#include "engine/engine.h"
+
+const struct sv_upcalls sv_engine_upcalls = {
+	.chan_ready = sv_engine_on_conn,
+	.pending_expired = sv_engine_pending_expired,
+	.dgram = sv_engine_on_dgram,
+	.timer = sv_engine_on_timer,
+	.poller_active = sv_engine_poller_active,
+	.spin_end = sv_engine_spin_end,
+	.spin_reap = sv_engine_spin_reap,
+	.drive_forget = sv_engine_drive_forget,
+};
