@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "engine/engine.h"
-#include "transport/node.h"
 #include "util/log.h"
 #include "util/time.h"
 

@@ -54,12 +54,12 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 	if (c->drive_cq)
 		sv_engine_drive_forget(c);
 	__atomic_store_n(&c->drive_cq, cq, __ATOMIC_RELEASE);
-	if (!c->shm_on) {
+	if (!(c->caps & SV_CAP_MAPPED)) {
 		if (epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev))
 			return;
 		__atomic_add_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
-		if (c->is_unix)
-			return;          /* same host: becomes a ring channel, or another user's */
+		if (!(c->caps & SV_CAP_SPIN_TAKE))
+			return;
 		pthread_mutex_lock(&cq->drive_lock);
 		socks_add(cq, c);
 		pthread_mutex_unlock(&cq->drive_lock);
@@ -94,7 +94,7 @@ void sv_engine_drive_register_also(struct sv_conn *c, struct sv_cq *cq)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 
-	if (c->shm_on || c->is_unix || cq == c->drive_cq || c->drive_cq2 ||
+	if (!(c->caps & SV_CAP_TURN) || cq == c->drive_cq || c->drive_cq2 ||
 	    epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev))
 		return;
 	__atomic_add_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
@@ -489,8 +489,8 @@ static void rings_arm(struct sv_cq *cq, bool on)
 
 static void hot_set(struct sv_cq *cq, struct sv_conn *c)
 {
-	if (__atomic_load_n(&cq->hot, __ATOMIC_RELAXED) == c || c->is_unix)
-		return;          /* same host: rings, or another user's socket */
+	if (__atomic_load_n(&cq->hot, __ATOMIC_RELAXED) == c || !(c->caps & SV_CAP_SPIN_TAKE))
+		return;
 	pthread_mutex_lock(&cq->drive_lock);
 	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) &&
 	    (__atomic_load_n(&c->drive_cq, __ATOMIC_ACQUIRE) == cq ||

@@ -53,14 +53,6 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq);
 void sv_engine_posting(struct sv_cq *cq);
 /* An application thread is about to sleep (ibv_req_notify_cq): writers ring doorbells. */
 void sv_engine_stop_polling(struct sv_cq *cq);
-/* A poll stamp this recent means an application thread polls: ring
- * writers then skip the doorbell (transport/tcp/conn.c) and the progress
- * thread leaves its rings to it.  Longer than the progress threads' short
- * runs: a poller they preempt for tens of microseconds on a busy machine
- * still polls (at 20 us, each such preemption drew doorbells, whose
- * wake-ups preempted the pollers again: ib_send_bw -s 8 fell to 1-3 Mpps
- * with thousands of doorbells a second). */
-#define SV_POLLER_ACTIVE_NS 200000
 bool sv_engine_poller_active(struct sv_conn *c, uint64_t now);
 /* Every poll of `cq` by an application thread (cheap): `work` is 1 for
  * the poll itself, then the number of completions it returned. */

@@ -13,8 +13,6 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "transport/shm/cma.h"
-#include "transport/unix/sock.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -49,7 +47,7 @@ static bool rx_may_read(struct sv_conn *c)
 
 static ssize_t rx_read_done(struct sv_conn *c, ssize_t r, size_t asked)
 {
-	if (r >= 0 && (size_t)r < asked && !c->is_unix && !c->shm_on &&
+	if (r >= 0 && (size_t)r < asked && (c->caps & SV_CAP_SPIN_TAKE) &&
 	    !sv_node_on_progress_thread(c->node))
 		c->rx_drained = true;
 	return r;
@@ -86,7 +84,7 @@ static bool rbuf_fill(struct sv_conn *c, size_t want)
 	room = SV_RBUF_LEN - c->rb_end;
 	if (want < SV_RING_STAGE)
 		want = SV_RING_STAGE;
-	if (c->shm_on && want < room)
+	if ((c->caps & SV_CAP_MAPPED) && want < room)
 		room = want;
 	r = rx_read_done(c, sv_conn_read(c, c->rbuf + c->rb_end, room), room);
 	if (r <= 0)
@@ -171,7 +169,7 @@ static bool rx_payload(struct sv_conn *c)
 			c->rx_remain -= k;
 			continue;
 		}
-		if (!c->place.discard && (c->rx_remain >= SV_DIRECT_MIN || c->shm_on) &&
+		if (!c->place.discard && (c->rx_remain >= SV_DIRECT_MIN || (c->caps & SV_CAP_MAPPED)) &&
 		    sv_place_left(&c->place) >= c->rx_remain) {
 			if (!rx_direct(c))
 				return false;
@@ -317,7 +315,7 @@ void sv_rx_process(struct sv_conn *c)
 		bool was_paused;
 
 		rx_frames(c);
-		if (c->outbound && c->shm_on && !c->dead && !c->closed)
+		if (c->outbound && (c->caps & SV_CAP_ACK_WORD) && !c->dead && !c->closed)
 			sv_comp_ack_word(c->qp, c);
 		if (c->closed || !batch_has_requests(c))
 			return;
@@ -350,7 +348,7 @@ static bool rx_next_header(struct sv_conn *c)
 void sv_rx_serve(struct sv_conn *c)
 {
 	sv_rx_process(c);
-	if (c->shm_on && !c->dead)
+	if ((c->caps & SV_CAP_MAPPED) && !c->dead)
 		sv_xmit_flush(c);
 	if (c->dead)
 		sv_conn_lost(c);
@@ -413,7 +411,7 @@ static void rx_frames(struct sv_conn *c)
  * were still going out.  They are read before the channel is given up. */
 static void read_last_words(struct sv_conn *c)
 {
-	if (c->shm_on || c->closed || !c->connected || c->qp->link != SV_LINK_UP ||
+	if ((c->caps & SV_CAP_MAPPED) || c->closed || !c->connected || c->qp->link != SV_LINK_UP ||
 	    c->qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	c->dead = false;
@@ -443,66 +441,35 @@ void sv_conn_lost(struct sv_conn *c)
 	}
 }
 
-/* May this inbound channel use rings and expose our segment?  Only to a
- * same-host process of our own user that offered a ring memfd. */
-static bool shm_acceptable(struct sv_conn *c, const struct sv_wire_hdr *h)
-{
-	if (!c->is_unix || !(h->flags & SV_WF_SHM) || c->n_rx_fds != 2 || sv_force_tcp())
-		return false;
-	if (sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid) || c->peer_uid != getuid())
-		return false;
-	if (sv_shm_chan_attach(&c->shm, c->rx_fds[0]))
-		return false;
-	c->peer_seg = sv_seg_map(c->rx_fds[1]);
-	if (!c->peer_seg) {
-		sv_shm_chan_destroy(&c->shm);
-		return false;
-	}
-	return true;
-}
-
-static void close_rx_fds(struct sv_conn *c)
-{
-	for (int i = 0; i < c->n_rx_fds; i++)
-		close(c->rx_fds[i]);
-	c->n_rx_fds = 0;
-}
-
 /* Answer a HELLO whose peer is verified (engine/verify.c): HELLO_ACK, with
  * our segment when the rings are accepted.  The answer travels on the
  * socket; everything after it on the rings. */
 bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp)
 {
 	const struct sv_wire_hdr *h = &c->hello;
-	bool shm;
+	uint64_t seg_va;
 	struct sv_txframe *f = &c->ctrl;
 
 	sv_xmit_flush(c);            /* an answer to a question may still wait */
 	if (c->ctrl.in_use)
 		return false;
-	shm = shm_acceptable(c, h);
-	close_rx_fds(c);
+	seg_va = sv_conn_rings_take(c, h);
 	sv_frame_init(f, SV_OP_HELLO_ACK, h->src_qpn, h->dst_qpn, 0);
-	if (shm) {
+	if (seg_va) {
 		f->hdr.flags |= SV_WF_SHM;
-		/* can we read the requester?  then it may send large SENDs as
-		 * addresses for us to pull (RC only: UC has no ACK to wait for) */
-		c->cma_ok = !sv_cma_disabled() && h->va &&
-			    sv_cma_probe(c->peer_pid, h->va);
-		c->peer_maps.pid = c->peer_pid;
+		/* large SENDs as addresses for us to pull: RC only (UC has no
+		 * ACK to wait for) */
 		if (c->cma_ok && qp->ibqp.qp_base.qp_type == IBV_QPT_RC)
 			f->hdr.flags |= SV_WF_PULL;
 		f->hdr.rkey = to_spd(qp->ibqp.qp_base.pd)->id;
 		f->hdr.qkey = qp->attr.qp_access_flags;
-		f->hdr.va = (uintptr_t)sv_seg_self();
-		c->tx_fds[0] = dup(sv_seg_fd());
-		c->n_tx_fds = c->tx_fds[0] >= 0;
+		f->hdr.va = seg_va;
 	}
 	sv_wire_encode(&f->hdr);
 	sv_xmit_flush(c);
 	if (c->ctrl.in_use)
 		return false;        /* a fresh socket takes 64 bytes; anything else is broken */
-	if (shm)
+	if (seg_va)
 		sv_conn_shm_start(c);
 	return true;
 }
@@ -542,7 +509,7 @@ static void attach_inbound(struct sv_conn *c)
 	if (!qp || !hello_acceptable(qp, h->src_qpn)) {
 		/* No such QP here: tell the requester, which retries until its
 		 * timeout, as a fabric would drop the packets. */
-		close_rx_fds(c);
+		sv_conn_drop_rx_fds(c);
 		sv_xmit_ctrl(c, SV_OP_HELLO_NAK, h->src_qpn, h->dst_qpn, 0, 0);
 		if (qp)
 			pthread_mutex_unlock(&qp->lock);
@@ -582,7 +549,7 @@ static void conn_serve(struct sv_conn *c, uint32_t events)
 		return;
 	if (!c->connected)
 		on_connect_done(c);
-	if (c->shm_on) {
+	if (c->caps & SV_CAP_MAPPED) {
 		/* a doorbell: data in our ring, or room in the peer's.  A peer
 		 * that has gone may have left frames in the ring: read them first. */
 		bool gone = events && sv_conn_doorbell_drain(c);

@@ -8,10 +8,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "transport/node.h"
 #include "transport/shm/cma.h"
-#include "transport/unix/mcast.h"
-#include "transport/unix/sock.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -187,8 +184,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 		return false;
 	/* The peer's QP left the connected states (it marked the rings): a
 	 * QP in ERR processes nothing, so neither may we on its behalf. */
-	if (c->shm_on && (__atomic_load_n(&c->shm.rx->closed, __ATOMIC_SEQ_CST) ||
-			  __atomic_load_n(&c->shm.tx->closed, __ATOMIC_SEQ_CST)))
+	if (sv_conn_peer_left(c))
 		return false;
 	if (w->is_inline) {
 		iov[0].iov_base = (uint8_t *)&w->sge[qp->sq.max_sge];
@@ -559,29 +555,19 @@ void sv_req_on_connected(struct sv_qp *qp)
 {
 	struct sv_conn *c = qp->out;
 	struct sv_txframe *f = &c->ctrl;
-	int fd = -1;
+	/* rings (and our segment) for a same-host peer of our own user only */
+	uint64_t seg_va = sv_conn_rings_offer(c);
 
-	/* Offer rings (and our segment) to a same-host peer of our own user
-	 * only: the listener's credentials say who that is. */
-	if (c->is_unix && !sv_force_tcp() &&
-	    !sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid) && c->peer_uid == getuid()) {
-		fd = sv_shm_chan_create(&c->shm);
-		if (fd >= 0) {
-			c->tx_fds[0] = fd;
-			c->tx_fds[1] = dup(sv_seg_fd());
-			c->n_tx_fds = c->tx_fds[1] >= 0 ? 2 : 1;
-		}
-	}
 	sv_link_set(qp, SV_LINK_HELLO);
 	qp->link_deadline = 0;
 	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
 	sv_frame_init(f, SV_OP_HELLO, qp->peer_qpn, qp->ibqp.qp_base.qp_num, 0);
 	f->hdr.data0 = c->nonce;              /* the peer asks us about it (verify.c) */
-	if (fd >= 0 && c->n_tx_fds == 2) {
+	if (seg_va) {
 		f->hdr.flags |= SV_WF_SHM;
-		f->hdr.va = (uintptr_t)sv_seg_self();   /* lets the responder probe us */
+		f->hdr.va = seg_va;                   /* lets the responder probe us */
 	}
-	if (!c->is_unix && qp->ibqp.qp_base.qp_type == IBV_QPT_RC) {
+	if ((c->caps & SV_CAP_TURN) && qp->ibqp.qp_base.qp_type == IBV_QPT_RC) {
 		f->hdr.flags |= SV_WF_TURN;         /* the peer's requests may come here */
 		c->turn_ok = true;
 	}
@@ -592,30 +578,9 @@ void sv_req_on_connected(struct sv_qp *qp)
 
 void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
 {
-	const struct sv_wire_hdr *h = &c->rx_hdr;
-
-	if ((h->flags & SV_WF_SHM) && c->shm.base && c->n_rx_fds == 1 &&
-	    !sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid) && c->peer_uid == getuid()) {
-		c->peer_seg = sv_seg_map(c->rx_fds[0]);
-		if (c->peer_seg) {
-			c->peer_pd = h->rkey;
-			c->peer_access = h->qkey;
-			c->cma_ok = !sv_cma_disabled() &&
-				    c->peer_uid == getuid() && sv_cma_probe(c->peer_pid, h->va);
-			c->peer_maps.pid = c->peer_pid;
-			c->pull_ok = c->cma_ok && (h->flags & SV_WF_PULL) &&
-				     qp->ibqp.qp_base.qp_type == IBV_QPT_RC;
-			sv_conn_shm_start(c);
-			sv_engine_drive_register(c, qp->scq);
-		}
-	}
-	for (int i = 0; i < c->n_rx_fds; i++)
-		close(c->rx_fds[i]);
-	c->n_rx_fds = 0;
-	if (!c->shm_on)
-		sv_shm_chan_destroy(&c->shm);   /* refused: the socket carries frames */
-	sv_info("qp %u: link up (%s%s)", qp->ibqp.qp_base.qp_num,
-		c->shm_on ? "shared memory" : c->is_unix ? "unix socket" : "tcp",
+	if (sv_conn_rings_answered(c, &c->rx_hdr, qp->ibqp.qp_base.qp_type == IBV_QPT_RC))
+		sv_engine_drive_register(c, qp->scq);
+	sv_info("qp %u: link up (%s%s)", qp->ibqp.qp_base.qp_num, sv_conn_kind_name(c),
 		c->cma_ok ? ", cross-memory attach" : "");
 	sv_link_set(qp, SV_LINK_UP);
 	qp->gone_deadline = 0;

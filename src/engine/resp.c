@@ -11,7 +11,6 @@
 
 #include "engine/engine.h"
 #include "transport/shm/cma.h"
-#include "transport/node.h"
 #include "util/log.h"
 #include "util/time.h"
 #include "util/tsan.h"
@@ -303,7 +302,7 @@ static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr
  */
 static bool rnr_hold(struct sv_qp *qp, struct sv_conn *c)
 {
-	if (!c->shm_on || !is_rc(qp) || qp->srq || qp->rnr_hold_over)
+	if (!(c->caps & SV_CAP_HOLD) || !is_rc(qp) || qp->srq || qp->rnr_hold_over)
 		return false;
 	if (c->rx_state != SV_RX_HELD)
 		qp->rnr_hold_since = sv_now_ns();
@@ -468,7 +467,7 @@ static void place_revoked(struct sv_qp *qp, const struct sv_wire_hdr *h)
  * ack timeout is long (or infinite) next to the longest wait. */
 static bool ack_may_wait(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	return !c->shm_on && !c->is_unix && qp->out && qp->out->connected &&
+	return (c->caps & SV_CAP_TURN) && qp->out && qp->out->connected &&
 	       (!h->ack_tmo || h->ack_tmo >= SV_ACK_HOLD_MIN_TMO) &&
 	       c->ack_held_n < SV_ACK_HOLD_MAX;
 }

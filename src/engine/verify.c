@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "transport/unix/sock.h"
 #include "util/log.h"
 
 #define SV_CANDS_MAX 64     /* candidates handled per look (node->pending is capped) */
@@ -75,13 +74,6 @@ static int candidates(struct sv_qp *qp, struct sv_conn **out)
 	return n;
 }
 
-/* A peer of our own user on this host is trusted as it is. */
-static bool same_user(struct sv_conn *c)
-{
-	if (!c->is_unix || sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid))
-		return false;
-	return c->peer_uid == getuid();
-}
 
 static void drop(struct sv_conn *c, const char *why)
 {
@@ -104,7 +96,7 @@ static void bind_channel(struct sv_qp *qp, struct sv_conn *c)
 		sv_req_turned_lost(qp);
 	}
 	qp->in = c;
-	c->turn_ok = (c->hello.flags & SV_WF_TURN) && !c->is_unix;
+	c->turn_ok = (c->hello.flags & SV_WF_TURN) && (c->caps & SV_CAP_TURN);
 	c->resp_head = c->resp_tail = 0;
 	if (!sv_rx_answer_hello(c, qp)) {
 		sv_conn_lost(c);
@@ -138,7 +130,7 @@ static void advance(struct sv_qp *qp, struct sv_conn *c, bool ask_again)
 		drop(c, "not the QP's peer");
 		return;
 	}
-	if (same_user(c))
+	if (sv_conn_same_user(c))
 		bind_channel(qp, c);
 	else if (c->peer_state == SV_PEER_CLAIMED || ask_again)
 		ask(qp, c);

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "engine/engine.h"
-#include "transport/node.h"
 #include "util/log.h"
 #include "util/time.h"
 #include "util/tsan.h"
@@ -43,7 +42,7 @@ void sv_frame_add(struct sv_txframe *f, void *addr, size_t len)
  * byte goes. */
 static void frame_shorten(const struct sv_conn *c, struct sv_txframe *f)
 {
-	if (f->done || !c->shm_on || (f->hdr.flags & SV_WF_SHORT) || !sv_wire_can_short(&f->hdr))
+	if (f->done || !(c->caps & SV_CAP_SHORT_HDR) || (f->hdr.flags & SV_WF_SHORT) || !sv_wire_can_short(&f->hdr))
 		return;
 	f->hdr.flags |= SV_WF_SHORT;
 	f->total -= sizeof(f->hdr) - SV_WIRE_SHORT_LEN;
@@ -215,7 +214,7 @@ void sv_xmit_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
 {
 	/* Ring channels acknowledge in the ring, published by the next flush
 	 * (before the frames queued after it). */
-	if (c->shm_on) {
+	if (c->caps & SV_CAP_ACK_WORD) {
 		c->ack_word_pending = true;
 		c->ack_word_psn = psn;
 		return;
@@ -308,7 +307,7 @@ void sv_xmit_ack_recover(struct sv_qp *qp)
 	for (int i = 0; i < 2; i++) {
 		struct sv_conn *c = i ? qp->out : qp->in;
 
-		if (!c || !c->ack_carried || c->shm_on)
+		if (!c || !c->ack_carried || (c->caps & SV_CAP_ACK_WORD))
 			continue;
 		c->ack_carried = false;
 		sv_xmit_ack_release(c);

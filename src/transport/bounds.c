@@ -17,7 +17,6 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 
-#include "engine/engine.h"
 #include "transport/node.h"
 #include "transport/transport.h"
 #include "util/log.h"

@@ -11,7 +11,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
 #include "transport/node.h"
 #include "transport/transport.h"
 #include "transport/shm/segment.h"

@@ -90,6 +90,24 @@ struct sv_txframe {
 
 #define SV_RESPQ_LEN 32
 
+/* What a channel can do beyond carrying frames in order.  The transport
+ * sets them when it makes a channel or switches it to rings; the engine
+ * asks for what it needs, never which transport it has. */
+enum sv_chan_cap {
+	/* input sits in memory we map: reading is a copy, pollers look at it
+	 * directly, a dead peer's last frames stay readable there */
+	SV_CAP_MAPPED    = 1u << 0,
+	SV_CAP_ACK_WORD  = 1u << 1,  /* ACKs are a word the requester reads, not frames */
+	SV_CAP_HOLD      = 1u << 2,  /* input may stay unread at no cost (a SEND held for a receive) */
+	SV_CAP_SHORT_HDR = 1u << 3,  /* a header may leave out its zero tail */
+	/* may carry requests both ways, and ACKs on requests: watched from
+	 * both of its QP's CQs (engine/req.c, xmit.c) */
+	SV_CAP_TURN      = 1u << 4,
+	/* a spinning poller may take its input from the progress thread, and
+	 * a read that comes back short has emptied it (engine/drive.c) */
+	SV_CAP_SPIN_TAKE = 1u << 5,
+};
+
 struct sv_conn {
 	struct sv_handler h;
 	struct sv_node *node;
@@ -108,6 +126,7 @@ struct sv_conn {
 	bool dead;                   /* EOF or error seen */
 	bool closed;                 /* on the node's graveyard, freed after the batch */
 	bool is_unix;                /* same-host socket: can carry fds, knows its peer */
+	uint32_t caps;               /* enum sv_chan_cap */
 	bool mr_lost;                /* closed: a READ response lost its memory mid-frame */
 	bool turn_ok;                /* both ways: outbound, requests may come in
 				      * (we said so); inbound, ours may go out (the
@@ -248,6 +267,23 @@ struct sv_upcalls {
 	/* a channel goes: application pollers must stop looking at it */
 	void (*drive_forget)(struct sv_conn *c);
 };
+
+/* shm/handshake.c: the same-host part of the HELLO / HELLO_ACK exchange.
+ * Opener: offer rings and our segment to a peer of our own user (returns
+ * the segment's address for the HELLO, 0: nothing offered).  Acceptor:
+ * take the offer if the peer may have it (returns our segment's address
+ * for the HELLO_ACK, 0: refused).  Opener again: switch to the rings if
+ * the answer took them (peer_pd, peer_access from the answer; large SENDs
+ * pulled if the answer allows and pull_wanted). */
+bool sv_conn_same_user(struct sv_conn *c);
+uint64_t sv_conn_rings_offer(struct sv_conn *c);
+uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello);
+bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bool pull_wanted);
+void sv_conn_drop_rx_fds(struct sv_conn *c);
+/* The peer's QP left the connected states: it marked the rings. */
+bool sv_conn_peer_left(const struct sv_conn *c);
+/* "shared memory", "unix socket" or "tcp", for logs. */
+const char *sv_conn_kind_name(const struct sv_conn *c);
 
 /* tcp/conn.c: the listeners' handlers (TCP and unix). */
 void sv_conn_on_accept(struct sv_handler *h, uint32_t events);

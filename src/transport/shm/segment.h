@@ -36,6 +36,14 @@ struct sv_seg_mr_map {
 	uint64_t addr, len, ino;
 };
 
+/* A poll stamp (last_poll_ns) this recent means an application thread
+ * polls: ring writers then skip the doorbell (transport/tcp/conn.c) and the
+ * progress thread leaves its rings to it (engine/drive.c).  Longer than the
+ * progress threads' short runs: a poller they preempt on a busy machine
+ * still polls, or each preemption would draw doorbells whose wake-ups
+ * preempt the pollers again (the figures are in docs/ARCHITECTURE.md). */
+#define SV_POLLER_ACTIVE_NS 200000
+
 struct sv_seg {
 	uint32_t magic, version;
 	int32_t pid;

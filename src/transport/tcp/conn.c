@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
 #include "transport/transport.h"
 #include "transport/unix/sock.h"
 #include "util/log.h"
@@ -33,6 +32,14 @@ static void tune_socket(int fd)
 	}
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+}
+
+/* A same-host socket: it names its peer and carries descriptors, and it
+ * becomes a ring channel (or stays another user's socket). */
+static void conn_set_unix(struct sv_conn *c)
+{
+	c->is_unix = true;
+	c->caps = 0;
 }
 
 static void on_events(struct sv_handler *h, uint32_t events)
@@ -59,6 +66,7 @@ struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool co
 	c->node = node;
 	c->outbound = outbound;
 	c->connected = connected;
+	c->caps = SV_CAP_TURN | SV_CAP_SPIN_TAKE;     /* TCP, until said otherwise */
 	sv_list_init(&c->pending_link);
 	sv_list_init(&c->shm_link);
 	tune_socket(fd);
@@ -422,6 +430,7 @@ void sv_conn_shm_start(struct sv_conn *c)
 	struct sv_node *node = c->node;
 
 	c->shm_on = true;
+	c->caps |= SV_CAP_MAPPED | SV_CAP_ACK_WORD | SV_CAP_HOLD | SV_CAP_SHORT_HDR;
 	c->rb_start = c->rb_end = 0;     /* only doorbell bytes can follow the HELLO */
 	/* Until our progress thread has looked at this ring, writers must ring:
 	 * it may be asleep without a timeout, and nobody may be polling. */
@@ -473,9 +482,9 @@ static bool direct_busy(struct sv_node *node, uint32_t slot, bool cut)
 		busy = true;
 		if (!cut)
 			break;
-		sv_err("qp %u: the same-host peer kept copying MR slot %u by cross-memory "
-		       "attach for over %llu ms: its channel is cut", c->qp ?
-		       c->qp->ibqp.qp_base.qp_num : 0, slot, SV_DIRECT_WAIT_NS / 1000000);
+		sv_err("the same-host peer (pid %d) kept copying MR slot %u by cross-memory "
+		       "attach for over %llu ms: its channel is cut", (int)c->peer_pid,
+		       slot, SV_DIRECT_WAIT_NS / 1000000);
 		__atomic_store_n(&c->shm.tx->closed, 1, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
 		shutdown(c->h.fd, SHUT_RDWR);
@@ -522,7 +531,7 @@ int sv_conn_connect_local(struct sv_node *node, uint16_t port, struct sv_conn **
 		close(fd);
 		return -ENOMEM;
 	}
-	(*out)->is_unix = true;
+	conn_set_unix(*out);
 	return 0;
 }
 
@@ -573,7 +582,8 @@ static void accept_all(struct sv_pgroup *g, int lfd, bool is_unix)
 			close(fd);
 			continue;
 		}
-		c->is_unix = is_unix;
+		if (is_unix)
+			conn_set_unix(c);
 		sv_node_pending_add(g, c);
 		if (sv_conn_start(c))
 			sv_conn_close(c);

@@ -1,0 +1,109 @@
+/*
+ * The same-host part of a channel's handshake: shared-memory rings and the
+ * segments of registered memory, offered by the opener in its HELLO, taken
+ * by the acceptor in its HELLO_ACK, and switched on at both ends.  Only a
+ * same-host peer of our own user (SO_PEERCRED on the unix socket) gets
+ * them; any other keeps the socket (docs/security.md).
+ */
+#define _GNU_SOURCE
+#include <unistd.h>
+
+#include "transport/shm/cma.h"
+#include "transport/transport.h"
+#include "transport/unix/sock.h"
+#include "util/env.h"
+
+bool sv_conn_same_user(struct sv_conn *c)
+{
+	if (!c->is_unix || sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid))
+		return false;
+	return c->peer_uid == getuid();
+}
+
+static void close_rx_fds(struct sv_conn *c)
+{
+	for (int i = 0; i < c->n_rx_fds; i++)
+		close(c->rx_fds[i]);
+	c->n_rx_fds = 0;
+}
+
+void sv_conn_drop_rx_fds(struct sv_conn *c)
+{
+	close_rx_fds(c);
+}
+
+uint64_t sv_conn_rings_offer(struct sv_conn *c)
+{
+	int fd;
+
+	if (sv_force_tcp() || !sv_conn_same_user(c))
+		return 0;
+	fd = sv_shm_chan_create(&c->shm);
+	if (fd < 0)
+		return 0;
+	c->tx_fds[0] = fd;
+	c->tx_fds[1] = dup(sv_seg_fd());
+	c->n_tx_fds = c->tx_fds[1] >= 0 ? 2 : 1;
+	return c->n_tx_fds == 2 ? (uintptr_t)sv_seg_self() : 0;
+}
+
+/* Were rings offered, by a peer of our own user, and do they map? */
+static bool rings_acceptable(struct sv_conn *c, const struct sv_wire_hdr *h)
+{
+	if (!(h->flags & SV_WF_SHM) || c->n_rx_fds != 2 || sv_force_tcp() || !sv_conn_same_user(c))
+		return false;
+	if (sv_shm_chan_attach(&c->shm, c->rx_fds[0]))
+		return false;
+	c->peer_seg = sv_seg_map(c->rx_fds[1]);
+	if (!c->peer_seg) {
+		sv_shm_chan_destroy(&c->shm);
+		return false;
+	}
+	return true;
+}
+
+uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello)
+{
+	bool ok = rings_acceptable(c, hello);
+
+	close_rx_fds(c);
+	if (!ok)
+		return 0;
+	/* Can we read the requester?  Then it may send large SENDs as
+	 * addresses for us to pull. */
+	c->cma_ok = !sv_cma_disabled() && hello->va && sv_cma_probe(c->peer_pid, hello->va);
+	c->peer_maps.pid = c->peer_pid;
+	c->tx_fds[0] = dup(sv_seg_fd());
+	c->n_tx_fds = c->tx_fds[0] >= 0;
+	return (uintptr_t)sv_seg_self();
+}
+
+bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bool pull_wanted)
+{
+	if ((ack->flags & SV_WF_SHM) && c->shm.base && c->n_rx_fds == 1 && sv_conn_same_user(c)) {
+		c->peer_seg = sv_seg_map(c->rx_fds[0]);
+		if (c->peer_seg) {
+			c->peer_pd = ack->rkey;
+			c->peer_access = ack->qkey;
+			c->cma_ok = !sv_cma_disabled() && sv_cma_probe(c->peer_pid, ack->va);
+			c->peer_maps.pid = c->peer_pid;
+			c->pull_ok = c->cma_ok && (ack->flags & SV_WF_PULL) && pull_wanted;
+			sv_conn_shm_start(c);
+		}
+	}
+	close_rx_fds(c);
+	if (!c->shm_on)
+		sv_shm_chan_destroy(&c->shm);   /* refused: the socket carries frames */
+	return c->shm_on;
+}
+
+bool sv_conn_peer_left(const struct sv_conn *c)
+{
+	return c->shm_on && (__atomic_load_n(&c->shm.rx->closed, __ATOMIC_SEQ_CST) ||
+			     __atomic_load_n(&c->shm.tx->closed, __ATOMIC_SEQ_CST));
+}
+
+const char *sv_conn_kind_name(const struct sv_conn *c)
+{
+	return c->shm_on ? "shared memory" : c->is_unix ? "unix socket" : "tcp";
+}
