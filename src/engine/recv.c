@@ -18,7 +18,6 @@
 #include "util/time.h"
 #include "util/tsan.h"
 
-#define SV_RBUF_LEN     (256 * 1024)
 #define SV_DIRECT_MIN   (64 * 1024)   /* payloads this large skip the staging buffer */
 #define SV_RX_READS     16            /* reads from the channel per wake-up, for fairness */
 #define SV_RING_STAGE   2048          /* least a ring read stages (small frames) */

@@ -90,6 +90,9 @@ struct sv_txframe {
 
 #define SV_RESPQ_LEN 32
 
+/* Staging buffer of a channel's receive machine (engine/recv.c). */
+#define SV_RBUF_LEN (256 * 1024)
+
 /* What a channel can do beyond carrying frames in order.  The transport
  * sets them when it makes a channel or switches it to rings; the engine
  * asks for what it needs, never which transport it has. */
@@ -108,8 +111,23 @@ enum sv_chan_cap {
 	SV_CAP_SPIN_TAKE = 1u << 5,
 };
 
+/* How a channel's bytes move: one table per transport (tcp/stream.c,
+ * unix/stream.c, shm/ringchan.c).  writev returns the bytes taken, 0 when
+ * there is no room; readv the bytes read, -EAGAIN when there is nothing,
+ * else the channel is dead (c->dead). */
+struct sv_chan_ops {
+	const char *name;            /* for logs */
+	uint32_t caps;               /* enum sv_chan_cap */
+	bool same_host;              /* names its peer (SO_PEERCRED), carries descriptors */
+	ssize_t (*writev)(struct sv_conn *c, const struct iovec *iov, int n);
+	ssize_t (*readv)(struct sv_conn *c, const struct iovec *iov, int n);
+	void (*close)(struct sv_conn *c);    /* optional: tell the peer first */
+};
+extern const struct sv_chan_ops sv_tcp_ops, sv_unix_ops, sv_ring_ops;
+
 struct sv_conn {
 	struct sv_handler h;
+	const struct sv_chan_ops *ops;
 	struct sv_node *node;
 	struct sv_qp *qp;            /* owner; NULL until the HELLO names it */
 	struct sv_list pending_link; /* node's inbound conns awaiting HELLO */
@@ -125,8 +143,7 @@ struct sv_conn {
 	bool paused;                 /* EPOLLIN disarmed until the QP is ready */
 	bool dead;                   /* EOF or error seen */
 	bool closed;                 /* on the node's graveyard, freed after the batch */
-	bool is_unix;                /* same-host socket: can carry fds, knows its peer */
-	uint32_t caps;               /* enum sv_chan_cap */
+	uint32_t caps;               /* enum sv_chan_cap: ops->caps */
 	bool mr_lost;                /* closed: a READ response lost its memory mid-frame */
 	bool turn_ok;                /* both ways: outbound, requests may come in
 				      * (we said so); inbound, ours may go out (the
@@ -198,10 +215,15 @@ struct sv_conn {
 	int ndone;
 };
 
-/* tcp/conn.c */
+/* conn.c (what every channel has), tcp/stream.c, unix/stream.c */
 /* A channel is set up (owner, kind) before sv_conn_start() lets the
  * progress thread see it. */
-struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool connected);
+struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool connected,
+			    const struct sv_chan_ops *ops);
+void sv_conn_tune_socket(int fd);
+/* For socket ops: a system call's result (-errno) as writev/readv report it. */
+ssize_t sv_conn_sock_wrote(struct sv_conn *c, ssize_t r);
+ssize_t sv_conn_sock_read(struct sv_conn *c, ssize_t r);
 int sv_conn_start(struct sv_conn *c);
 void sv_conn_free_unstarted(struct sv_conn *c);
 /* Close now, free later: an event for it may still sit in the progress
@@ -285,7 +307,7 @@ bool sv_conn_peer_left(const struct sv_conn *c);
 /* "shared memory", "unix socket" or "tcp", for logs. */
 const char *sv_conn_kind_name(const struct sv_conn *c);
 
-/* tcp/conn.c: the listeners' handlers (TCP and unix). */
+/* conn.c: the listeners' handlers (TCP and unix). */
 void sv_conn_on_accept(struct sv_handler *h, uint32_t events);
 void sv_conn_on_accept_unix(struct sv_handler *h, uint32_t events);
 

@@ -729,16 +729,15 @@ static bool make_pair(int sp[2], bool other_uid)
 	return as_other;
 }
 
-/* An accepted channel (recv.c's accept_all), but never started
+/* An accepted channel (transport/conn.c's accept_all), but never started
  * (sv_conn_start): the progress thread does not see it, this thread alone
  * drives it, and runs are deterministic. */
 static struct sv_conn *accept_channel(int fd, bool is_unix)
 {
-	struct sv_conn *c = sv_conn_new(F.node, fd, false, true);
+	struct sv_conn *c = sv_conn_new(F.node, fd, false, true, is_unix ? &sv_unix_ops : &sv_tcp_ops);
 
 	if (!c)
 		DIE("sv_conn_new failed");
-	c->is_unix = is_unix;
 	pthread_mutex_lock(&F.node->lock);
 	sv_list_add_tail(&F.node->pending, &c->pending_link);
 	pthread_mutex_unlock(&F.node->lock);

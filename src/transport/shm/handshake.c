@@ -15,7 +15,7 @@
 
 bool sv_conn_same_user(struct sv_conn *c)
 {
-	if (!c->is_unix || sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid))
+	if (!c->ops->same_host || sv_unix_peer(c->h.fd, &c->peer_pid, &c->peer_uid))
 		return false;
 	return c->peer_uid == getuid();
 }
@@ -101,9 +101,4 @@ bool sv_conn_peer_left(const struct sv_conn *c)
 {
 	return c->shm_on && (__atomic_load_n(&c->shm.rx->closed, __ATOMIC_SEQ_CST) ||
 			     __atomic_load_n(&c->shm.tx->closed, __ATOMIC_SEQ_CST));
-}
-
-const char *sv_conn_kind_name(const struct sv_conn *c)
-{
-	return c->shm_on ? "shared memory" : c->is_unix ? "unix socket" : "tcp";
 }

@@ -37,7 +37,7 @@ struct sv_seg_mr_map {
 };
 
 /* A poll stamp (last_poll_ns) this recent means an application thread
- * polls: ring writers then skip the doorbell (transport/tcp/conn.c) and the
+ * polls: ring writers then skip the doorbell (transport/shm/ringchan.c) and the
  * progress thread leaves its rings to it (engine/drive.c).  Longer than the
  * progress threads' short runs: a poller they preempt on a busy machine
  * still polls, or each preemption would draw doorbells whose wake-ups

@@ -1,0 +1,308 @@
+/*
+ * Channels, whatever carries them: creation, the progress thread's events,
+ * pausing and deferring, closing and freeing, accepting.  How bytes move is
+ * the channel's ops (struct sv_chan_ops): tcp/stream.c, unix/stream.c,
+ * shm/ringchan.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "transport/transport.h"
+#include "util/log.h"
+
+/* Socket options for a stream channel (TCP or unix: the TCP ones fail
+ * harmlessly on a unix socket). */
+void sv_conn_tune_socket(int fd)
+{
+	int one = 1, sz = 4 << 20, idle = 1, intvl = 1, cnt = 3, user_ms = 4000;
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0) {
+		/* A TCP peer whose host vanished (link down) sends no FIN: probe,
+		 * so the channel fails within seconds and the QP's retry budget
+		 * decides what follows.  (A unix socket reports death at once.) */
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
+	}
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+}
+
+static void on_events(struct sv_handler *h, uint32_t events)
+{
+	struct sv_conn *c = sv_container_of(h, struct sv_conn, h);
+
+	c->node->up->chan_ready(c, events);
+}
+
+struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool connected,
+			    const struct sv_chan_ops *ops)
+{
+	struct sv_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->rbuf = malloc(SV_RBUF_LEN);
+	if (!c->rbuf) {
+		free(c);
+		return NULL;
+	}
+	pthread_mutex_init(&c->watch_lock, NULL);
+	c->h.fd = fd;
+	c->h.fn = on_events;
+	c->node = node;
+	c->outbound = outbound;
+	c->connected = connected;
+	c->ops = ops;
+	c->caps = ops->caps;
+	sv_list_init(&c->pending_link);
+	sv_list_init(&c->shm_link);
+	sv_conn_tune_socket(fd);
+	c->want_out = !connected;
+	return c;
+}
+
+int sv_conn_start(struct sv_conn *c)
+{
+	return sv_node_watch(c->node, &c->h, EPOLLIN | (c->connected ? 0 : EPOLLOUT));
+}
+
+void sv_conn_free_unstarted(struct sv_conn *c)
+{
+	close(c->h.fd);
+	pthread_mutex_destroy(&c->watch_lock);
+	free(c->rbuf);
+	free(c);
+}
+
+#define SV_CONN_DEFERRED (1u << 31)     /* a deferral, even of no events */
+
+static uint32_t conn_events(struct sv_conn *c)
+{
+	if (__atomic_load_n(&c->deferred, __ATOMIC_RELAXED))
+		return 0;
+	/* A ring channel always listens for doorbells; it never waits for
+	 * socket room (ring room is signalled by a doorbell too). */
+	if (c->caps & SV_CAP_MAPPED)
+		return EPOLLIN;
+	/* Input of a paused channel waits; that of a channel whose CQ a poller
+	 * spins on is the poller's (waking us would only compete with it). */
+	return (__atomic_load_n(&c->paused, __ATOMIC_RELAXED) ||
+		__atomic_load_n(&c->spin_off, __ATOMIC_RELAXED) ? 0 : EPOLLIN) |
+	       (__atomic_load_n(&c->want_out, __ATOMIC_RELAXED) ? EPOLLOUT : 0);
+}
+
+/* The one place a started channel's events change.  Its owner (under
+ * qp->lock) and a spinning poller (under the CQ's drive_lock) both change
+ * them: under watch_lock the last writer sees every flag as it is now. */
+void sv_conn_rewatch(struct sv_conn *c)
+{
+	pthread_mutex_lock(&c->watch_lock);
+	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE))
+		sv_node_rewatch(c->node, &c->h, conn_events(c));
+	pthread_mutex_unlock(&c->watch_lock);
+}
+
+void sv_conn_want_out(struct sv_conn *c, bool on)
+{
+	if (c->want_out == on || c->closed)
+		return;
+	__atomic_store_n(&c->want_out, on, __ATOMIC_RELAXED);  /* pollers read it */
+	sv_conn_rewatch(c);
+}
+
+void sv_conn_pause(struct sv_conn *c, bool paused)
+{
+	if (c->paused == paused || c->closed)
+		return;
+	__atomic_store_n(&c->paused, paused, __ATOMIC_RELAXED);
+	sv_conn_rewatch(c);
+	/* a resumed ring may hold frames no doorbell announces any more */
+	if (!paused && (c->caps & SV_CAP_MAPPED) && !sv_node_on_progress_thread(c->node))
+		sv_node_kick(c->node);
+}
+
+void sv_conn_defer(struct sv_conn *c, uint32_t events)
+{
+	if (!__atomic_fetch_or(&c->deferred, events | SV_CONN_DEFERRED, __ATOMIC_SEQ_CST))
+		sv_conn_rewatch(c);
+}
+
+bool sv_conn_take_deferred(struct sv_conn *c, uint32_t *events)
+{
+	uint32_t d = __atomic_exchange_n(&c->deferred, 0, __ATOMIC_SEQ_CST);
+
+	*events = d & ~SV_CONN_DEFERRED;
+	return d != 0;
+}
+
+/* Caller holds the drive_lock of a CQ the channel completes to; an
+ * inbound TCP channel belongs to two (engine/drive.c), so this counts. */
+void sv_conn_spin_off(struct sv_conn *c, bool off)
+{
+	pthread_mutex_lock(&c->watch_lock);
+	if (!off && !c->spin_off) {              /* unpaired: never below 0 */
+		pthread_mutex_unlock(&c->watch_lock);
+		return;
+	}
+	__atomic_store_n(&c->spin_off, c->spin_off + (off ? 1 : -1), __ATOMIC_RELAXED);
+	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) && c->spin_off == (off ? 1 : 0))
+		sv_node_rewatch(c->node, &c->h, conn_events(c));
+	pthread_mutex_unlock(&c->watch_lock);
+}
+
+void sv_conn_close(struct sv_conn *c)
+{
+	struct sv_node *node;
+
+	if (!c || c->closed)
+		return;
+	node = c->node;
+	__atomic_store_n(&c->closed, true, __ATOMIC_RELEASE);
+	c->dead = true;
+	if (c->ops->close)
+		c->ops->close(c);
+	c->node->up->drive_forget(c);   /* while the fd still names it */
+	pthread_mutex_lock(&c->watch_lock);     /* no rewatch of a reused fd */
+	sv_node_unwatch(node, &c->h);
+	close(c->h.fd);
+	c->h.fd = -1;
+	pthread_mutex_unlock(&c->watch_lock);
+	for (int i = 0; i < c->n_rx_fds; i++)
+		close(c->rx_fds[i]);
+	for (int i = 0; i < c->n_tx_fds; i++)
+		close(c->tx_fds[i]);
+	c->n_rx_fds = c->n_tx_fds = 0;
+	pthread_mutex_lock(&node->lock);
+	sv_list_del(&c->shm_link);
+	sv_list_del(&c->pending_link);
+	sv_list_add_tail(&node->graveyard, &c->pending_link);
+	pthread_mutex_unlock(&node->lock);
+}
+
+/* Frees what was closed, unless an application thread drives channels:
+ * it may hold pointers to them.  The graveyard is taken first, the drivers
+ * counted after: a driver that found a channel before it was closed (and
+ * buried) is counted by then. */
+void sv_conn_reap(struct sv_node *node)
+{
+	struct sv_list dead, *pos, *tmp;
+
+	sv_list_init(&dead);
+	pthread_mutex_lock(&node->lock);
+	sv_list_for_each_safe(pos, tmp, &node->graveyard) {
+		sv_list_del(pos);
+		sv_list_add_tail(&dead, pos);
+	}
+	pthread_mutex_unlock(&node->lock);
+	if (__atomic_load_n(&node->drivers, __ATOMIC_SEQ_CST)) {
+		pthread_mutex_lock(&node->lock);
+		sv_list_for_each_safe(pos, tmp, &dead) {
+			sv_list_del(pos);
+			sv_list_add_tail(&node->graveyard, pos);
+		}
+		pthread_mutex_unlock(&node->lock);
+		return;
+	}
+	sv_list_for_each_safe(pos, tmp, &dead) {
+		struct sv_conn *c = sv_container_of(pos, struct sv_conn, pending_link);
+
+		sv_shm_chan_destroy(&c->shm);
+		sv_peer_maps_clear(&c->peer_maps);
+		sv_seg_unmap(c->peer_seg);
+		pthread_mutex_destroy(&c->watch_lock);
+		free(c->rbuf);
+		free(c);
+	}
+}
+
+ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n)
+{
+	return c->ops->writev(c, iov, n);
+}
+
+ssize_t sv_conn_readv(struct sv_conn *c, const struct iovec *iov, int n)
+{
+	return c->ops->readv(c, iov, n);
+}
+
+/* A socket's answer, as the ops report it: written bytes, 0 when full
+ * (EAGAIN); and for reads -EAGAIN when empty.  Anything else kills it. */
+ssize_t sv_conn_sock_wrote(struct sv_conn *c, ssize_t r)
+{
+	if (r == -EAGAIN || r == -EWOULDBLOCK)
+		return 0;
+	if (r < 0)
+		c->dead = true;
+	return r;
+}
+
+ssize_t sv_conn_sock_read(struct sv_conn *c, ssize_t r)
+{
+	if (r == -EAGAIN || r == -EWOULDBLOCK)
+		return -EAGAIN;
+	if (r <= 0)
+		c->dead = true;
+	return r;
+}
+
+const char *sv_conn_kind_name(const struct sv_conn *c)
+{
+	return c->ops->name;
+}
+
+ssize_t sv_conn_read(struct sv_conn *c, void *buf, size_t len)
+{
+	struct iovec iov = { buf, len };
+
+	return sv_conn_readv(c, &iov, 1);
+}
+
+/* Accepts per wake-up: the HELLOs of those accepted are read before more
+ * come in, or a burst of connection setups would fill the pending list. */
+#define SV_ACCEPT_BATCH 16
+
+/* Accept queued connections (a TCP or unix listener: ops); each waits for its HELLO on the node's
+ * pending list, which bounds how many and for how long. */
+static void accept_all(struct sv_pgroup *g, int lfd, const struct sv_chan_ops *ops)
+{
+	for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sv_conn *c;
+
+		if (fd < 0) {
+			sv_node_accept_failed(g, errno);
+			return;
+		}
+		if (!sv_node_pending_room(g)) {
+			close(fd);       /* left queued, it would keep the listener ready */
+			continue;
+		}
+		c = sv_conn_new(g->node, fd, false, true, ops);
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		sv_node_pending_add(g, c);
+		if (sv_conn_start(c))
+			sv_conn_close(c);
+	}
+}
+
+void sv_conn_on_accept(struct sv_handler *h, uint32_t events)
+{
+	accept_all(sv_container_of(h, struct sv_pgroup, listen_h), h->fd, &sv_tcp_ops);
+}
+
+void sv_conn_on_accept_unix(struct sv_handler *h, uint32_t events)
+{
+	accept_all(sv_container_of(h, struct sv_pgroup, unix_h), h->fd, &sv_unix_ops);
+}

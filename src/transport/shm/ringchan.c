@@ -1,0 +1,264 @@
+/*
+ * Ring channels: after the handshake (shm/handshake.c) a same-host
+ * channel's frames move through two SPSC rings in shared memory (shm/ring.c)
+ * and its socket carries only doorbell bytes, which wake a peer that asked
+ * for one and is not polling, and reports the peer's death.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "transport/transport.h"
+#include "util/log.h"
+#include "util/time.h"
+
+/* ---- doorbells: one byte on the socket wakes the peer's progress thread ---- */
+
+static bool peer_polling(struct sv_conn *c);
+
+/* Wake the peer if it asked (flag) and is not polling: a polling peer finds
+ * the work itself, and the flag stays set for its progress thread.  Its
+ * polling says nothing about a thread of it that sleeps for the CQ this
+ * ring completes to (armed): another thread's polls keep the stamp fresh
+ * (a thread sleeping on a completion channel waited for the progress
+ * thread's 5 ms look while another polled a different CQ). */
+static void ring_doorbell(struct sv_conn *c, uint32_t *flag, const uint32_t *armed)
+{
+	const char b = 1;
+
+	if (!__atomic_load_n(flag, __ATOMIC_SEQ_CST) ||
+	    (peer_polling(c) && !(armed && __atomic_load_n(armed, __ATOMIC_SEQ_CST))) ||
+	    !__atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST))
+		return;
+	/* MSG_NOSIGNAL: a peer that has gone must not kill the application */
+	if (send(c->h.fd, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN)
+		c->dead = true;
+}
+
+bool sv_conn_doorbell_drain(struct sv_conn *c)
+{
+	char buf[64];
+	ssize_t r;
+
+	while ((r = read(c->h.fd, buf, sizeof(buf))) > 0)
+		;
+	return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* The peer's stamp moved since we last looked: it polls (no clock needed).
+ * Unchanged for a while (it stamps every 16th poll; a receiver that takes
+ * many frames per poll stamps less often than we write), it polls if the
+ * stamp is recent.  A stamp of 0: it went to sleep (ibv_req_notify_cq). */
+#define SV_PEER_POLL_CHECK 32     /* writes between clock checks of an unchanged stamp */
+
+static bool peer_polling(struct sv_conn *c)
+{
+	uint64_t last = c->peer_seg ? __atomic_load_n(&c->peer_seg->last_poll_ns, __ATOMIC_RELAXED) : 0;
+
+	if (!last)
+		return false;
+	if (last != c->peer_poll_seen) {
+		c->peer_poll_seen = last;
+		c->peer_poll_same = 0;
+		return true;
+	}
+	if (++c->peer_poll_same < SV_PEER_POLL_CHECK)
+		return true;
+	c->peer_poll_same = 0;
+	return sv_now_ns() - last < SV_POLLER_ACTIVE_NS;
+}
+
+static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
+{
+	struct sv_ring *tx = c->shm.tx;
+	size_t want = 0, r;
+
+	for (int i = 0; i < n; i++)
+		want += iov[i].iov_len;
+	r = sv_ring_write(tx, c->shm.size, iov, n, &c->shm.tx_head_seen);
+	if (r < want) {
+		/* Full: ask the reader to ring back, then look once more. */
+		__atomic_store_n(&tx->producer_wants_wake, 1, __ATOMIC_SEQ_CST);
+		if (sv_ring_writable(tx, c->shm.size)) {
+			struct iovec rest[SV_PLACE_MAX_SEG + 1];
+			size_t skip = r;
+			int k = 0;
+
+			for (int i = 0; i < n; i++) {
+				if (skip >= iov[i].iov_len) {
+					skip -= iov[i].iov_len;
+					continue;
+				}
+				rest[k].iov_base = (uint8_t *)iov[i].iov_base + skip;
+				rest[k++].iov_len = iov[i].iov_len - skip;
+				skip = 0;
+			}
+			r += sv_ring_write(tx, c->shm.size, rest, k, &c->shm.tx_head_seen);
+		}
+	}
+	if (r)
+		ring_doorbell(c, &tx->consumer_wants_wake, &tx->consumer_armed);
+	return r;
+}
+
+static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
+{
+	struct sv_ring *rx = c->shm.rx;
+	size_t r = sv_ring_read(rx, c->shm.size, iov, n, &c->shm.rx_rd);
+
+	if (r)
+		ring_doorbell(c, &rx->producer_wants_wake, NULL);
+	return r ? (ssize_t)r : -EAGAIN;
+}
+
+/* Before the QP's state change returns: the peer must stop touching our
+ * memory directly from now on (no socket EOF yet). */
+static void ring_close(struct sv_conn *c)
+{
+	__atomic_store_n(&c->shm.tx->closed, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
+}
+
+const struct sv_chan_ops sv_ring_ops = {
+	.name = "shared memory",
+	.caps = SV_CAP_MAPPED | SV_CAP_ACK_WORD | SV_CAP_HOLD | SV_CAP_SHORT_HDR,
+	.same_host = true,
+	.writev = shm_writev,
+	.readv = shm_readv,
+	.close = ring_close,
+};
+
+void sv_conn_shm_ack(struct sv_conn *c, uint32_t psn)
+{
+	sv_ring_ack_publish(c->shm.tx, psn);
+	ring_doorbell(c, &c->shm.tx->consumer_wants_wake, &c->shm.tx->consumer_armed);
+}
+
+void sv_conn_shm_arm(struct sv_conn *c, bool on)
+{
+	if (__atomic_load_n(&c->shm.rx->consumer_armed, __ATOMIC_RELAXED) != on)
+		__atomic_store_n(&c->shm.rx->consumer_armed, on, __ATOMIC_SEQ_CST);
+}
+
+/* Has the responder's ACK word moved since we last took it?  (*w: its value) */
+static bool shm_ack_moved(const struct sv_conn *c, uint32_t *w)
+{
+	*w = sv_ring_ack_load(c->shm.rx);
+	return *w != __atomic_load_n(&c->shm.rx_ack_seen, __ATOMIC_RELAXED);
+}
+
+bool sv_conn_shm_ack_take(struct sv_conn *c, uint32_t *psn)
+{
+	uint32_t w;
+
+	if (!shm_ack_moved(c, &w))
+		return false;
+	__atomic_store_n(&c->shm.rx_ack_seen, w, __ATOMIC_RELAXED);
+	*psn = w & ~SV_RING_ACK_VALID;
+	return true;
+}
+
+/* A paused channel's frames wait (they are not input until it resumes):
+ * counted as input, they kept pollers and the progress thread busy with
+ * channels they could not serve, and a poller's 64 slots full. */
+bool sv_conn_shm_has_input(const struct sv_conn *c)
+{
+	uint32_t w;
+
+	enum sv_rx_state rx = __atomic_load_n(&c->rx_state, __ATOMIC_RELAXED);
+
+	return (!__atomic_load_n(&c->paused, __ATOMIC_RELAXED) && rx != SV_RX_HELD &&
+		(rx == SV_RX_READY || sv_ring_has_input(c->shm.rx, c->shm.size))) ||
+	       (c->outbound && shm_ack_moved(c, &w));
+}
+
+void sv_conn_shm_start(struct sv_conn *c)
+{
+	struct sv_node *node = c->node;
+
+	c->shm_on = true;
+	c->ops = &sv_ring_ops;
+	c->caps = sv_ring_ops.caps;
+	c->rb_start = c->rb_end = 0;     /* only doorbell bytes can follow the HELLO */
+	/* Until our progress thread has looked at this ring, writers must ring:
+	 * it may be asleep without a timeout, and nobody may be polling. */
+	__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&node->lock);
+	sv_list_add_tail(&node->shm_conns, &c->shm_link);
+	pthread_mutex_unlock(&node->lock);
+	sv_conn_rewatch(c);
+	sv_node_kick(node);              /* recompute its sleep: rings exist now */
+}
+
+int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, bool *any)
+{
+	struct sv_list *pos, *tmp;
+	int n = 0;
+
+	pthread_mutex_lock(&node->lock);
+	*any = !sv_list_empty(&node->shm_conns);
+	sv_list_for_each_safe(pos, tmp, &node->shm_conns) {
+		struct sv_conn *c = sv_container_of(pos, struct sv_conn, shm_link);
+
+		/* still set from the last sleep unless a writer rang since */
+		if (!__atomic_load_n(&c->shm.rx->consumer_wants_wake, __ATOMIC_SEQ_CST))
+			__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
+		/* (a deferred channel is its QP lock holder's to serve) */
+		if ((sv_conn_shm_has_input(c) ||
+		     __atomic_load_n(&c->shm.tx->producer_wants_wake, __ATOMIC_RELAXED)) &&
+		    !__atomic_load_n(&c->deferred, __ATOMIC_RELAXED) && n < max)
+			ready[n++] = c;
+	}
+	pthread_mutex_unlock(&node->lock);
+	return n;
+}
+
+/* Any ring channel whose peer announces a copy of `slot`?  With `cut`,
+ * such channels are cut: the rings marked closed (the peer's checks fail
+ * from now on) and the socket shut (the progress thread sees it go). */
+static bool direct_busy(struct sv_node *node, uint32_t slot, bool cut)
+{
+	struct sv_list *pos, *tmp;
+	bool busy = false;
+
+	pthread_mutex_lock(&node->lock);
+	sv_list_for_each_safe(pos, tmp, &node->shm_conns) {
+		struct sv_conn *c = sv_container_of(pos, struct sv_conn, shm_link);
+
+		if (__atomic_load_n(&c->shm.rx->direct_slot, __ATOMIC_SEQ_CST) != slot + 1)
+			continue;
+		busy = true;
+		if (!cut)
+			break;
+		sv_err("the same-host peer (pid %d) kept copying MR slot %u by cross-memory "
+		       "attach for over %llu ms: its channel is cut", (int)c->peer_pid,
+		       slot, SV_DIRECT_WAIT_NS / 1000000);
+		__atomic_store_n(&c->shm.tx->closed, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
+		shutdown(c->h.fd, SHUT_RDWR);
+	}
+	pthread_mutex_unlock(&node->lock);
+	return busy;
+}
+
+void sv_conn_shm_wait_direct(struct sv_node *node, uint32_t slot)
+{
+	uint64_t deadline = 0;
+
+	/* the longest announced copy is one process_vm_writev */
+	for (unsigned int i = 0; direct_busy(node, slot, false); i++) {
+		if ((i & 63) == 0) {
+			uint64_t now = sv_now_ns();
+
+			if (!deadline) {
+				deadline = now + SV_DIRECT_WAIT_NS;
+			} else if (now > deadline) {
+				direct_busy(node, slot, true);
+				return;
+			}
+		}
+		sched_yield();
+	}
+}

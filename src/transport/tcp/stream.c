@@ -1,0 +1,55 @@
+/* TCP channels: a non-blocking stream socket per direction of a QP pair,
+ * to another host (or to this one, with SOFTVERBS_TRANSPORT=tcp). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "transport/transport.h"
+
+static ssize_t tcp_writev(struct sv_conn *c, const struct iovec *iov, int n)
+{
+	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
+	ssize_t r = sendmsg(c->h.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	return sv_conn_sock_wrote(c, r < 0 ? -errno : r);
+}
+
+static ssize_t tcp_readv(struct sv_conn *c, const struct iovec *iov, int n)
+{
+	/* one buffer: read(2) spares the kernel importing an iovec,
+	 * which a spinning poller pays on every empty look */
+	ssize_t r = n == 1 ? read(c->h.fd, iov[0].iov_base, iov[0].iov_len) : readv(c->h.fd, iov, n);
+
+	return sv_conn_sock_read(c, r < 0 ? -errno : r);
+}
+
+const struct sv_chan_ops sv_tcp_ops = {
+	.name = "tcp",
+	.caps = SV_CAP_TURN | SV_CAP_SPIN_TAKE,
+	.writev = tcp_writev,
+	.readv = tcp_readv,
+};
+
+int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct sv_conn **out)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	sv_conn_tune_socket(fd);
+	if (connect(fd, (const struct sockaddr *)dst, sizeof(*dst)) && errno != EINPROGRESS) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	/* Completion is always reported by EPOLLOUT, immediate or not. */
+	*out = sv_conn_new(node, fd, true, false, &sv_tcp_ops);
+	if (!*out) {
+		close(fd);
+		return -ENOMEM;
+	}
+	return 0;
+}
