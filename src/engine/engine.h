@@ -28,6 +28,8 @@ void sv_engine_on_conn(struct sv_conn *c, uint32_t events);
 void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
 void sv_engine_on_dgram(struct sv_node *node, const struct sockaddr_in *from,
 			const struct sv_wire_hdr *h, const uint8_t *payload);
+void sv_engine_on_mcast(void *qp, const struct sv_wire_hdr *h, const uint8_t *payload,
+			struct in_addr self);
 /* An inbound channel still on the node's pending list SV_PENDING_TTL_NS
  * after it was accepted (told once; node->lock not held): it must go. */
 void sv_engine_pending_expired(struct sv_conn *c);

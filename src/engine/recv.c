@@ -653,6 +653,17 @@ void sv_engine_serve_deferred(struct sv_qp *qp)
 
 /* ---- datagrams ---- */
 
+/* A multicast copy the transport checked (unix/member.c): to its member. */
+void sv_engine_on_mcast(void *owner, const struct sv_wire_hdr *h, const uint8_t *payload,
+			struct in_addr self)
+{
+	struct sv_qp *qp = owner;
+
+	pthread_mutex_lock(&qp->lock);
+	sv_resp_ud(qp, h, payload, self);
+	pthread_mutex_unlock(&qp->lock);
+}
+
 /* A datagram the transport checked (udp/dgram.c): to its UD QP. */
 void sv_engine_on_dgram(struct sv_node *node, const struct sockaddr_in *from,
 			const struct sv_wire_hdr *h, const uint8_t *payload)

@@ -10,4 +10,5 @@ const struct sv_upcalls sv_engine_upcalls = {
 	.spin_end = sv_engine_spin_end,
 	.spin_reap = sv_engine_spin_reap,
 	.drive_forget = sv_engine_drive_forget,
+	.mcast_dgram = sv_engine_on_mcast,
 };

@@ -288,7 +288,18 @@ struct sv_upcalls {
 	void (*spin_reap)(struct sv_node *node, struct sv_cq *cq, uint64_t now);
 	/* a channel goes: application pollers must stop looking at it */
 	void (*drive_forget)(struct sv_conn *c);
+	/* a checked multicast copy for a member's owner (sv_mcast_join) */
+	void (*mcast_dgram)(void *owner, const struct sv_wire_hdr *h, const uint8_t *payload,
+			    struct in_addr self);
 };
+
+/* unix/member.c: a UD QP's membership of a multicast group on this host.
+ * Its copies reach the engine through up->mcast_dgram with `owner`.  NULL
+ * with errno on failure.  Leave on the progress thread (no handler runs). */
+struct sv_mcast_member;
+struct sv_mcast_member *sv_mcast_join(struct sv_node *node, const union ibv_gid *mgid,
+				      uint32_t qpn, void *owner);
+void sv_mcast_leave(struct sv_mcast_member *m);
 
 /* shm/handshake.c: the same-host part of the HELLO / HELLO_ACK exchange.
  * Opener: offer rings and our segment to a peer of our own user (returns

@@ -1,54 +1,21 @@
 /*
- * Multicast attach/detach for UD QPs.  Each attachment is a membership
- * socket (transport/unix/mcast.h) that the progress thread watches.
+ * Multicast attach/detach for UD QPs: the QP's list of groups.  Each is a
+ * membership the transport keeps (transport/unix/member.c), whose copies
+ * reach the QP's responder through the engine.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include "engine/engine.h"
 #include "transport/node.h"
-#include "transport/unix/mcast.h"
 #include "verbs/sv.h"
 
 struct sv_mcast_att {
-	struct sv_handler h;
 	struct sv_list link;         /* qp->mcast, under qp->lock */
 	union ibv_gid mgid;
-	struct sv_qp *qp;
+	struct sv_mcast_member *m;
 };
-
-static void on_mcast(struct sv_handler *h, uint32_t events)
-{
-	struct sv_mcast_att *a = sv_container_of(h, struct sv_mcast_att, h);
-	struct in_addr self = to_sctx(a->qp->ibqp.qp_base.context)->node->addr;
-	uint8_t buf[SV_UDP_BUF];
-
-	for (;;) {
-		struct sv_wire_hdr hdr;
-		struct sockaddr_un from;
-		socklen_t fl = sizeof(from);
-		ssize_t r = recvfrom(h->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC,
-				     (struct sockaddr *)&from, &fl);
-
-		if (r < 0)
-			return;
-		if ((size_t)r < sizeof(hdr) || (size_t)r > sizeof(buf))
-			continue;
-		memcpy(&hdr, buf, sizeof(hdr));
-		if (!sv_wire_decode(&hdr) || hdr.len != (size_t)r - sizeof(hdr) ||
-		    (hdr.opcode != SV_OP_SEND && hdr.opcode != SV_OP_SEND_IMM) ||
-		    !sv_mcast_source_ok((struct sockaddr *)&from, fl, &hdr, self))
-			continue;                   /* malformed, or a forged source: drop */
-		pthread_mutex_lock(&a->qp->lock);
-		sv_resp_ud(a->qp, &hdr, buf + sizeof(hdr), self);
-		pthread_mutex_unlock(&a->qp->lock);
-	}
-}
 
 static struct sv_mcast_att *find(struct sv_qp *qp, const union ibv_gid *gid)
 {
@@ -68,7 +35,7 @@ int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid
 	struct sv_qp *qp = to_sqp(ibqp);
 	struct sv_node *node = to_sctx(ibqp->context)->node;
 	struct sv_mcast_att *a;
-	int fd, ret = 0;
+	int ret = 0;
 
 	if (ibqp->qp_type != IBV_QPT_UD || !sv_gid_is_mcast(gid))
 		return EINVAL;
@@ -80,23 +47,18 @@ int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid
 		goto out;
 	}
 	a = calloc(1, sizeof(*a));
-	fd = a ? sv_mcast_bind(gid, ibqp->qp_num) : -ENOMEM;
-	if (fd < 0) {
-		free(a);
-		ret = -fd;
+	if (!a) {
+		ret = ENOMEM;
 		goto out;
 	}
-	a->h.fd = fd;
-	a->h.fn = on_mcast;
-	a->mgid = *gid;
-	a->qp = qp;
-	sv_list_add_tail(&qp->mcast, &a->link);
-	if (sv_node_watch(node, &a->h, EPOLLIN)) {
-		sv_list_del(&a->link);
-		close(fd);
+	a->m = sv_mcast_join(node, gid, ibqp->qp_num, qp);
+	if (!a->m) {
+		ret = errno;
 		free(a);
-		ret = ENOMEM;
+		goto out;
 	}
+	a->mgid = *gid;
+	sv_list_add_tail(&qp->mcast, &a->link);
 out:
 	sv_qp_unlock(qp);
 	return ret;
@@ -108,11 +70,10 @@ struct detach_req {
 	int ret;
 };
 
-static void drop(struct sv_node *node, struct sv_mcast_att *a)
+static void drop(struct sv_mcast_att *a)
 {
 	sv_list_del(&a->link);
-	sv_node_unwatch(node, &a->h);
-	close(a->h.fd);
+	sv_mcast_leave(a->m);
 	free(a);
 }
 
@@ -126,7 +87,7 @@ static void detach_on_progress(void *arg)
 	pthread_mutex_lock(&qp->lock);
 	a = find(qp, &r->gid);
 	if (a)
-		drop(to_sctx(qp->ibqp.qp_base.context)->node, a);
+		drop(a);
 	r->ret = a ? 0 : EINVAL;
 	pthread_mutex_unlock(&qp->lock);
 }
@@ -143,11 +104,10 @@ int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid
 
 void sv_mcast_detach_all(struct sv_qp *qp)
 {
-	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
 	struct sv_list *pos, *tmp;
 
 	pthread_mutex_lock(&qp->lock);
 	sv_list_for_each_safe(pos, tmp, &qp->mcast)
-		drop(node, sv_container_of(pos, struct sv_mcast_att, link));
+		drop(sv_container_of(pos, struct sv_mcast_att, link));
 	pthread_mutex_unlock(&qp->lock);
 }
