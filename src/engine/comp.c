@@ -25,11 +25,6 @@ static const enum ibv_wc_status nak_status[] = {
 	[SV_NAK_REM_OP] = IBV_WC_REM_OP_ERR,
 };
 
-static struct sv_node *qp_node(struct sv_qp *qp)
-{
-	return to_sctx(qp->ibqp.qp_base.context)->node;
-}
-
 void sv_comp_reap(struct sv_qp *qp)
 {
 	while (qp->sq.head != qp->sq.next) {
@@ -101,7 +96,7 @@ static void progress_made(struct sv_qp *qp)
 	qp->rnr_retries = 0;
 	qp->ack_deadline = 0;
 	sv_req_arm_ack_timer(qp);
-	sv_node_timer_update(qp_node(qp), qp);
+	sv_qp_timer_update(qp);
 }
 
 static void on_ack(struct sv_qp *qp, uint32_t psn)
@@ -144,7 +139,7 @@ static void on_nak(struct sv_qp *qp, const struct sv_wire_hdr *h)
 		sv_req_rewind(qp, idx);
 		qp->rnr_deadline = sv_now_ns() + sv_rnr_timer_ns((uint8_t)h->data0);
 		qp->ack_deadline = 0;
-		sv_node_timer_update(qp_node(qp), qp);
+		sv_qp_timer_update(qp);
 		return;
 	}
 	sv_comp_fail(qp, sv_sq_at(&qp->sq, idx),
@@ -357,8 +352,36 @@ static void held_ack_timer(struct sv_qp *qp)
 	qp->ack_held_deadline = sv_now_ns() + SV_ACK_HOLD_NS;
 }
 
-void sv_engine_on_timer(struct sv_qp *qp, uint64_t now)
+/* The QP's deadlines, listed in this one place. */
+static uint64_t qp_next_deadline(const struct sv_qp *qp)
 {
+	uint64_t d = 0;
+	const uint64_t c[] = { qp->ack_deadline, qp->rnr_deadline, qp->link_deadline,
+			       qp->gone_deadline, qp->ack_held_deadline, qp->rnr_hold_deadline };
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		if (c[i] && (!d || c[i] < d))
+			d = c[i];
+	return d;
+}
+
+void sv_qp_timer_update(struct sv_qp *qp)
+{
+	sv_node_timer_set(to_sctx(qp->ibqp.qp_base.context)->node, &qp->timer,
+			  qp_next_deadline(qp));
+}
+
+/* The held ACK's look (ack_held_deadline) stays: it releases what the
+ * channels still hold. */
+void sv_qp_timers_stop(struct sv_qp *qp)
+{
+	qp->ack_deadline = qp->rnr_deadline = qp->link_deadline = qp->gone_deadline = 0;
+	qp->rnr_hold_deadline = 0;
+}
+
+void sv_engine_on_timer(void *owner, uint64_t now)
+{
+	struct sv_qp *qp = owner;
 	enum ibv_qp_state s;
 
 	pthread_mutex_lock(&qp->lock);
@@ -403,6 +426,6 @@ void sv_engine_on_timer(struct sv_qp *qp, uint64_t now)
 		    qp->attr.qp_state != IBV_QPS_ERR)
 			ack_timeout(qp, now);
 	}
-	sv_node_timer_update(qp_node(qp), qp);
+	sv_qp_timer_update(qp);
 	pthread_mutex_unlock(&qp->lock);
 }

@@ -25,7 +25,11 @@ extern const struct sv_upcalls sv_engine_upcalls;
 
 /* progress-thread entry points, reached through sv_engine_upcalls */
 void sv_engine_on_conn(struct sv_conn *c, uint32_t events);
-void sv_engine_on_timer(struct sv_qp *qp, uint64_t now);
+void sv_engine_on_timer(void *qp, uint64_t now);
+/* comp.c: a QP's deadlines.  After changing one (QP lock held), give the
+ * node the earliest; stop clears those a reset or destroy ends. */
+void sv_qp_timer_update(struct sv_qp *qp);
+void sv_qp_timers_stop(struct sv_qp *qp);
 void sv_engine_on_dgram(struct sv_node *node, const struct sockaddr_in *from,
 			const struct sv_wire_hdr *h, const uint8_t *payload);
 void sv_engine_on_mcast(void *qp, const struct sv_wire_hdr *h, const uint8_t *payload,

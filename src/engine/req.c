@@ -296,7 +296,7 @@ void sv_req_arm_ack_timer(struct sv_qp *qp)
 	if (!qp->ack_deadline && t && qp->sq.head != qp->sq.tail &&
 	    qp->ibqp.qp_base.qp_type == IBV_QPT_RC) {
 		qp->ack_deadline = sv_now_ns_upper() + t;   /* once per burst: keep it cheap */
-		sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
+		sv_qp_timer_update(qp);
 	}
 }
 
@@ -510,11 +510,9 @@ void sv_link_set(struct sv_qp *qp, enum sv_link_state s)
 
 void sv_req_link_failed(struct sv_qp *qp)
 {
-	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
-
 	sv_link_set(qp, SV_LINK_BACKOFF);
 	qp->link_deadline = sv_now_ns() + SV_RECONNECT_NS;
-	sv_node_timer_update(node, qp);
+	sv_qp_timer_update(qp);
 	sv_req_arm_ack_timer(qp);
 }
 
@@ -560,7 +558,7 @@ void sv_req_on_connected(struct sv_qp *qp)
 
 	sv_link_set(qp, SV_LINK_HELLO);
 	qp->link_deadline = 0;
-	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
+	sv_qp_timer_update(qp);
 	sv_frame_init(f, SV_OP_HELLO, qp->peer_qpn, qp->ibqp.qp_base.qp_num, 0);
 	f->hdr.data0 = c->nonce;              /* the peer asks us about it (verify.c) */
 	if (seg_va) {
@@ -584,7 +582,7 @@ void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
 		c->cma_ok ? ", cross-memory attach" : "");
 	sv_link_set(qp, SV_LINK_UP);
 	qp->gone_deadline = 0;
-	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
+	sv_qp_timer_update(qp);
 	/* frames are sent after this response has been consumed */
 }
 

@@ -310,7 +310,7 @@ static bool rnr_hold(struct sv_qp *qp, struct sv_conn *c)
 	if (!qp->rnr_hold_deadline) {
 		qp->rnr_hold_deadline = qp->rnr_hold_since +
 					 sv_rnr_timer_ns(qp->attr.min_rnr_timer);
-		sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
+		sv_qp_timer_update(qp);
 	}
 	return true;
 }

@@ -329,7 +329,7 @@ void sv_xmit_ack_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
 	mark_held(c);
 	if (!qp->ack_held_deadline) {
 		qp->ack_held_deadline = sv_now_ns_upper() + SV_ACK_HOLD_NS;
-		sv_node_timer_update(c->node, qp);
+		sv_qp_timer_update(qp);
 	}
 }
 

@@ -208,42 +208,30 @@ static void run_cmds(struct sv_node *node)
 	pthread_mutex_unlock(&node->lock);
 }
 
-static uint64_t qp_next_deadline(const struct sv_qp *qp)
+void sv_node_timer_set(struct sv_node *node, struct sv_timer *t, uint64_t d)
 {
-	uint64_t d = 0;
-	const uint64_t c[] = { qp->ack_deadline, qp->rnr_deadline, qp->link_deadline,
-			       qp->gone_deadline, qp->ack_held_deadline, qp->rnr_hold_deadline };
+	uint64_t sleep;
 
-	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
-		if (c[i] && (!d || c[i] < d))
-			d = c[i];
-	return d;
-}
-
-void sv_node_timer_update(struct sv_node *node, struct sv_qp *qp)
-{
-	uint64_t d = qp_next_deadline(qp), sleep;
-
-	/* The progress thread stores sleep_until, then reads timer_at; we store
-	 * timer_at, then read sleep_until (both seq_cst): one of us sees the
+	/* The progress thread stores sleep_until, then reads t->at; we store
+	 * t->at, then read sleep_until (both seq_cst): one of us sees the
 	 * other's store, so a deadline is never slept through.  0: it is awake
 	 * and will look at the deadlines before it sleeps: no kick. */
 	if (!d) {
 		/* stays listed, run_timers skips it; waking for nothing is harmless */
-		__atomic_store_n(&qp->timer_at, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->at, 0, __ATOMIC_RELAXED);
 		return;
 	}
 	/* An unchanged deadline was seen by the progress thread already (or
 	 * will be): it may sleep up to a millisecond past it (its timeouts
 	 * are whole milliseconds), which must not bring a kick per update. */
-	if (__atomic_exchange_n(&qp->timer_at, d, __ATOMIC_SEQ_CST) == d &&
-	    __atomic_load_n(&qp->on_timer_list, __ATOMIC_ACQUIRE))
+	if (__atomic_exchange_n(&t->at, d, __ATOMIC_SEQ_CST) == d &&
+	    __atomic_load_n(&t->listed, __ATOMIC_ACQUIRE))
 		return;
-	if (!__atomic_load_n(&qp->on_timer_list, __ATOMIC_ACQUIRE)) {
+	if (!__atomic_load_n(&t->listed, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&node->lock);
-		if (!qp->on_timer_list) {
-			sv_list_add_tail(&node->timers, &qp->timer_link);
-			__atomic_store_n(&qp->on_timer_list, true, __ATOMIC_RELEASE);
+		if (!t->listed) {
+			sv_list_add_tail(&node->timers, &t->link);
+			__atomic_store_n(&t->listed, true, __ATOMIC_RELEASE);
 		}
 		pthread_mutex_unlock(&node->lock);
 	}
@@ -252,33 +240,33 @@ void sv_node_timer_update(struct sv_node *node, struct sv_qp *qp)
 		sv_node_kick(node);
 }
 
-void sv_node_timer_forget(struct sv_node *node, struct sv_qp *qp)
+void sv_node_timer_forget(struct sv_node *node, struct sv_timer *t)
 {
-	__atomic_store_n(&qp->timer_at, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->at, 0, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&node->lock);
-	if (qp->on_timer_list) {
-		sv_list_del(&qp->timer_link);
-		__atomic_store_n(&qp->on_timer_list, false, __ATOMIC_RELEASE);
+	if (t->listed) {
+		sv_list_del(&t->link);
+		__atomic_store_n(&t->listed, false, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&node->lock);
 }
 
 /* Returns the epoll timeout in ms until the earliest deadline (-1: none);
- * runs the timers of QPs whose deadline has passed. */
+ * runs the timers whose deadline has passed. */
 static int run_timers(struct sv_node *node)
 {
-	struct sv_qp *due[64];
+	void *due[64];
 	uint64_t now = sv_now_ns(), next = 0;
 	struct sv_list *pos, *tmp;
 	int n = 0;
 
 	pthread_mutex_lock(&node->lock);
 	sv_list_for_each_safe(pos, tmp, &node->timers) {
-		struct sv_qp *qp = sv_container_of(pos, struct sv_qp, timer_link);
-		uint64_t at = __atomic_load_n(&qp->timer_at, __ATOMIC_RELAXED);
+		struct sv_timer *t = sv_container_of(pos, struct sv_timer, link);
+		uint64_t at = __atomic_load_n(&t->at, __ATOMIC_RELAXED);
 
 		if (at && at <= now && n < 64)
-			due[n++] = qp;
+			due[n++] = t->owner;
 		else if (at && (!next || at < next))
 			next = at;
 	}
@@ -413,7 +401,7 @@ static void *progress_main(void *arg)
 
 		/* Say until when we sleep, then look at the deadlines once more:
 		 * one published before that store is seen now, one published
-		 * after it kicks us if it is earlier (sv_node_timer_update). */
+		 * after it kicks us if it is earlier (sv_node_timer_set). */
 		set_sleep(node, timeout);
 		again = run_timers(node);
 		if (again >= 0 && (timeout < 0 || again < timeout)) {

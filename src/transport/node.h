@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "util/list.h"
+#include "util/time.h"
 
 #define SV_QP_PER_GROUP 256
 
@@ -133,12 +134,12 @@ void sv_node_unwatch(struct sv_node *node, struct sv_handler *h);
 void sv_node_kick(struct sv_node *node);
 /* Run fn(arg) on the progress thread and wait for it. */
 void sv_node_sync(struct sv_node *node, void (*fn)(void *), void *arg);
-/* Publish a QP's earliest deadline to the progress thread; caller holds
- * qp->lock.  Cheap on the fast path: no node lock once the QP is on the
- * list, and no wake-up unless the thread would sleep past the deadline. */
-void sv_node_timer_update(struct sv_node *node, struct sv_qp *qp);
-/* Take a QP off the timer list for good (destroy). */
-void sv_node_timer_forget(struct sv_node *node, struct sv_qp *qp);
+/* Set a timer's deadline (ns; 0: none); its owner's lock is held.  Cheap
+ * on the fast path: no node lock once the timer is listed, and no wake-up
+ * unless the thread would sleep past the deadline. */
+void sv_node_timer_set(struct sv_node *node, struct sv_timer *t, uint64_t at);
+/* Take a timer off the list for good (its owner goes). */
+void sv_node_timer_forget(struct sv_node *node, struct sv_timer *t);
 bool sv_node_on_progress_thread(struct sv_node *node);
 /* CQs whose spins the progress thread ends when nobody polls any more. */
 struct sv_cq;

@@ -279,8 +279,8 @@ struct sv_upcalls {
 	/* a well-formed datagram for h->dst_qpn, its source checked */
 	void (*dgram)(struct sv_node *node, const struct sockaddr_in *from,
 		      const struct sv_wire_hdr *h, const uint8_t *payload);
-	/* a QP's deadline came */
-	void (*timer)(struct sv_qp *qp, uint64_t now);
+	/* a timer's deadline came (sv_node_timer_set) */
+	void (*timer)(void *owner, uint64_t now);
 	/* does an application thread poll this ring channel's CQ right now? */
 	bool (*poller_active)(struct sv_conn *c, uint64_t now);
 	/* CQ spins: end one (any thread), end those nobody polls any more */

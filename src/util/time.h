@@ -1,8 +1,21 @@
 #ifndef SV_UTIL_TIME_H
 #define SV_UTIL_TIME_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+
+#include "util/list.h"
+
+/* A deadline kept by the node's progress thread for its owner
+ * (transport/node.h: sv_node_timer_set); when it passes, the node calls its
+ * upcall with `owner`.  The owner decides the time, the node only when. */
+struct sv_timer {
+	struct sv_list link;         /* the node's timers (node lock) */
+	bool listed;
+	uint64_t at;                 /* ns; 0: none */
+	void *owner;
+};
 
 static inline uint64_t sv_now_ns(void)
 {

@@ -73,7 +73,7 @@ void sv_qp_to_error(struct sv_qp *qp)
 	qp->ibqp.qp_base.state = IBV_QPS_ERR;
 	sv_engine_qp_teardown(qp);
 	sv_qp_timers_stop(qp);
-	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
+	sv_qp_timer_update(qp);
 	sv_qp_flush(qp);
 	if (!was_err && qp->srq)
 		sv_qp_async(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
@@ -143,7 +143,8 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 		return NULL;
 	}
 	pthread_mutex_init(&qp->lock, NULL);
-	sv_list_init(&qp->timer_link);
+	sv_list_init(&qp->timer.link);
+	qp->timer.owner = qp;
 	sv_list_init(&qp->mcast);
 	qp->scq = to_scq(a->send_cq);
 	qp->rcq = to_scq(a->recv_cq);
@@ -288,7 +289,7 @@ static void qp_unlink(void *arg)
 	pthread_mutex_lock(&qp->lock);
 	sv_engine_qp_teardown(qp);
 	sv_qp_timers_stop(qp);
-	sv_node_timer_forget(node, qp);
+	sv_node_timer_forget(node, &qp->timer);
 	pthread_mutex_unlock(&qp->lock);
 }
 

@@ -197,7 +197,7 @@ static void qp_reset(struct sv_qp *qp)
 	sv_qp_timers_stop(qp);
 	qp->rnr_wait = qp->nak_sent = qp->comm_est_sent = false;
 	sv_link_set(qp, SV_LINK_IDLE);
-	sv_node_timer_update(to_sctx(qp->ibqp.qp_base.context)->node, qp);
+	sv_qp_timer_update(qp);
 }
 
 static void set_state(struct sv_qp *qp, enum ibv_qp_state s)

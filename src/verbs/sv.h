@@ -24,6 +24,7 @@
 
 #include "util/evfd.h"
 #include "util/list.h"
+#include "util/time.h"
 #include "wire/proto.h"
 
 #define SV_DEVICE_NAME    "softverbs0"
@@ -318,9 +319,7 @@ struct sv_qp {
 	struct sv_list mcast;        /* multicast attachments (UD) */
 
 	/* timers and teardown */
-	struct sv_list timer_link;   /* node's list of QPs with deadlines */
-	bool on_timer_list;
-	uint64_t timer_at;           /* earliest deadline (node lock) */
+	struct sv_timer timer;       /* the earliest of the deadlines above (engine/comp.c) */
 	uint32_t async_reported;
 
 	/* qp_ex builder (between wr_start and wr_complete, under qp->lock) */
@@ -349,11 +348,6 @@ static inline struct sv_srq *to_ssrq(struct ibv_srq *s) { return (struct sv_srq 
 
 /* The QP leaves the wire (ERR, RESET, destroy): its requester's and
  * responder's timers stop.  (The held-ACK backstop is left to itself.) */
-static inline void sv_qp_timers_stop(struct sv_qp *qp)
-{
-	qp->ack_deadline = qp->rnr_deadline = qp->link_deadline = qp->gone_deadline = 0;
-	qp->rnr_hold_deadline = 0;
-}
 static inline struct sv_ah *to_sah(struct ibv_ah *a) { return (struct sv_ah *)a; }
 static inline struct sv_comp_channel *to_sch(struct ibv_comp_channel *c)
 {
