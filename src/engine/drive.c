@@ -160,8 +160,8 @@ void sv_engine_drive_forget(struct sv_conn *c)
  * ACKs are held for our requests to carry: RDMA WRITEs of ib_write_lat
  * then arrive while we poll for the completion they carry).  Other
  * requests (a stream of RDMA WRITEs, READs) and the responses of a stream
- * the progress thread serves in parallel with it (taking those cost
- * ib_write_bw 15-20 %). */
+ * the progress thread serves in parallel with it: a poller that took those
+ * too slowed the stream (docs/measurements.md, 'CQ spin'). */
 static bool one_at_a_time(const struct sv_conn *c)
 {
 	if (c->outbound)
@@ -178,7 +178,7 @@ static bool spin_takes(const struct sv_conn *c)
 /* Take the CQ's channels (on) or give them back.  All or none: while the
  * progress thread must serve one of them anyway (RDMA WRITEs arriving),
  * keeping it off the others only makes its wake-ups for that one slower
- * (measured: ib_write_lat), so the spin is not taken. */
+ * (docs/measurements.md, 'CQ spin'), so the spin is not taken. */
 static bool cq_spin(struct sv_node *node, struct sv_cq *cq, bool on)
 {
 	pthread_mutex_lock(&cq->drive_lock);
@@ -284,11 +284,12 @@ static void poll_stamp(struct sv_cq *cq)
 /* Posting counts as polling for same-host writers: a thread that posts a
  * stream of sends polls its CQ only when the queue is full (perftest: every
  * 100 sends), far less often than writers look at the process's stamp,
- * which then woke the progress thread for every batch of ACKs (ib_send_bw
- * -s 8: 10,000 wake-ups a second on the sender).  Only the process's stamp
- * (seg), not the CQ's: that one says a poller will read the CQ's channels
- * (spins, sv_engine_poller_active), which posting does not.  Not while the
- * CQ is armed: that thread is about to sleep in ibv_get_cq_event. */
+ * which then woke the progress thread for every batch of ACKs
+ * (docs/measurements.md, 'Posting counts as polling').  Only the
+ * process's stamp (seg), not the CQ's: that one says a poller will read
+ * the CQ's channels (spins, sv_engine_poller_active), which posting does
+ * not.  Not while the CQ is armed: that thread is about to sleep in
+ * ibv_get_cq_event. */
 void sv_engine_posting(struct sv_cq *cq)
 {
 	uint32_t posts;
@@ -375,9 +376,9 @@ static bool ring_ready(struct sv_conn *c)
 
 /* Serve the CQ's ready ring channels, at most 64 per poll, round-robin so
  * that none waits for ever.  The list is copied under the lock in chunks
- * and looked at without it: with a thousand rings the look costs ~100 us,
- * and a channel coming up waits for that lock (node->drivers keeps the
- * channels and their rings mapped meanwhile). */
+ * and looked at without it: a look at many rings is long, and a channel
+ * coming up waits for that lock (docs/measurements.md, 'Ring scan';
+ * node->drivers keeps the channels and their rings mapped meanwhile). */
 #define SV_DRIVE_CHUNK 128
 
 static void drive_rings(struct sv_cq *cq)
@@ -474,16 +475,15 @@ static void rings_arm(struct sv_cq *cq, bool on)
 /*
  * A spinning poller reads the CQ's busiest TCP channel (the last one epoll
  * reported) itself, without asking epoll first: one system call when the
- * message it waits for arrives instead of two (epoll_wait, then readv;
- * 0.5 us more per one-way on veth, tcp_ref).  Epoll still looks at every
- * SV_HOT_EVERY-th poll, for the CQ's other channels.  Only while the
- * channel brings one message at a time (one_at_a_time): in a stream most
- * blind reads find the socket empty, each a system call that takes the
- * socket's lock while the sender's softirq delivers into it (the receiver
- * of veth ib_send_bw 64 KiB made 13,000-114,000 of them per 5,000
- * messages); epoll looks without that lock.  `hot` is changed
- * under drive_lock and only to a channel still here, and cleared when it
- * leaves (forget_in); node->drivers keeps it allocated while we use it.
+ * message it waits for arrives instead of two (epoll_wait, then readv).
+ * Epoll still looks at every SV_HOT_EVERY-th poll, for the CQ's other
+ * channels.  Only while the channel brings one message at a time
+ * (one_at_a_time): in a stream most blind reads find the socket empty,
+ * each a system call that takes the socket's lock while the sender's
+ * softirq delivers into it; epoll looks without that lock
+ * (docs/measurements.md, 'Hot channel').  `hot` is changed under
+ * drive_lock and only to a channel still here, and cleared when it leaves
+ * (forget_in); node->drivers keeps it allocated while we use it.
  */
 #define SV_HOT_EVERY 8
 

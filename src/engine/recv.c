@@ -34,8 +34,8 @@ static size_t rbuf_avail(const struct sv_conn *c) { return c->rb_end - c->rb_sta
  * another would only say EAGAIN: the poller comes back at once, and epoll
  * (level-triggered) reports whatever arrived meanwhile.  The progress
  * thread reads on: for it, stopping means sleeping and being woken again
- * while a stream is still arriving (ib_write_bw -s 8: 15-20 % fewer
- * messages). */
+ * while a stream is still arriving (docs/measurements.md, 'TCP short read
+ * ends a poller's reads'). */
 static bool rx_may_read(struct sv_conn *c)
 {
 	if (!c->rx_reads_left || c->rx_drained)
@@ -578,14 +578,13 @@ static void conn_serve(struct sv_conn *c, uint32_t events)
 
 /*
  * The progress thread never sleeps on a QP lock an application thread
- * holds.  A post holds it while it writes (tens of us for 64 KiB to a TCP
- * socket); a progress thread waiting for it made every unlock pay a
- * FUTEX_WAKE, and, woken on a core where it preempted someone, mostly
- * found the lock taken again by the next post (veth ib_send_bw 64 KiB:
- * 3,000-7,500 futex calls by the sender per 5,000 messages, its progress
- * thread switched out 1,600-3,700 times; 13-84 calls since).  It leaves
- * the events to the holder instead, which serves them when it unlocks
- * (sv_qp_unlock).  Either the second try finds the lock free, or the
+ * holds.  A post holds it while it writes (a large message to a TCP
+ * socket takes a while); a progress thread waiting for it made every
+ * unlock pay a FUTEX_WAKE, and, woken on a core where it preempted
+ * someone, mostly found the lock taken again by the next post
+ * (docs/measurements.md, 'Progress thread defers to a QP lock holder').
+ * It leaves the events to the holder instead, which serves them when it
+ * unlocks (sv_qp_unlock).  Either the second try finds the lock free, or the
  * holder's unlock comes after the flag (a sequentially consistent store
  * and load, each on the far side of a locked instruction of the mutex).
  */

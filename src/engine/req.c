@@ -407,11 +407,11 @@ static void ud_send_all(struct sv_qp *qp)
  * One connection for a ping-pong (TCP).  A QP's requests go on the channel
  * it opened, so a ping-pong runs on two TCP connections, one per
  * direction, and for every message the kernel also sends a TCP ACK that
- * no data of ours can carry (tcp_ref -m lat2: 6.1-6.4 us one way over two
- * connections, 3.9-4.0 over one).  So in a steady ping-pong (held ACKs,
- * xmit.c) one QP of the pair sends its requests on the channel its peer
- * opened, where its peer's requests arrive and its responses go: it
- * "turns" its inbound channel.  Only one of the two, the lesser by (QPN,
+ * no data of ours can carry, which makes each one-way trip slower
+ * (docs/measurements.md, 'Turned channel').  So in a steady ping-pong
+ * (held ACKs, xmit.c) one QP of the pair sends its requests on the channel
+ * its peer opened, where its peer's requests arrive and its responses go:
+ * it "turns" its inbound channel.  Only one of the two, the lesser by (QPN,
  * address), or they would each turn onto the other's.  The peer agreed in
  * its HELLO (SV_WF_TURN).  Requests change channel only when none is in
  * flight (all acknowledged, none half-written, none rewound whose older

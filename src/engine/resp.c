@@ -283,15 +283,16 @@ static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr
 /*
  * A SEND that finds no receive on a ring channel waits for one, up to the
  * QP's RNR timer, before it is NAKed.  Kept in the ring it costs nothing,
- * while an RNR NAK costs the requester a whole timer (perftest: 0.64 ms).
- * Every ib_send_bw run met 2-3 of them: the progress thread took the first
- * 512 SENDs while perftest's server was still on its way to its first
- * poll (1-3 ms after its handshake); a hold ends as soon as the receive
- * is posted, not at a timer boundary.  The requester sees what a NIC
- * whose receiver posted just in time would show; a receiver that does not
- * post within the timer is NAKed as before (each RNR retry then takes two
- * timers).  Not on sockets: a turned TCP channel carries our responses
- * too, which must not wait.  Not with an SRQ, whose posts are not the QP's.
+ * while an RNR NAK costs the requester a whole RNR timer.  Benchmarks meet
+ * it, not only broken programs: the progress thread can take a receive
+ * queue's worth of SENDs before the application first polls (perftest's
+ * ib_send_bw server, after its handshake; docs/measurements.md, 'RNR
+ * hold').  A hold ends as soon as the receive is posted, not at a timer
+ * boundary.  The requester sees what a NIC whose receiver posted just in
+ * time would show; a receiver that does not post within the timer is
+ * NAKed as before (each RNR retry then takes two timers).  Not on
+ * sockets: a turned TCP channel carries our responses too, which must not
+ * wait.  Not with an SRQ, whose posts are not the QP's.
  *
  * No system call on the way: the channel reports no input while the SEND
  * waits (SV_RX_HELD), a post makes it READY and the next poll takes it; a

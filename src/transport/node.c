@@ -284,10 +284,11 @@ static int run_timers(struct sv_node *node)
 /* Before sleeping, ask every ring writer for a doorbell and serve the rings
  * that already hold data.  Writers skip the doorbell while an application
  * thread of ours is polling (by its stamp, which they look at by the clock
- * only now and then), so the sleep is bounded while rings exist: 5 ms, or
- * 20 ms once no application thread has polled for as long (a process
- * with rings and nothing to do wakes 50 times a second, not 200: each
- * wake-up looks at every ring, ~50 us with 100 of them). */
+ * only now and then), so the sleep is bounded while rings exist:
+ * SV_SHM_MAX_SLEEP_MS, or the longer SV_SHM_IDLE_SLEEP_MS once no
+ * application thread has polled for as long (a process with rings and
+ * nothing to do wakes less often: each wake-up looks at every ring;
+ * docs/measurements.md, 'Ring sleep bound'). */
 #define SV_SHM_MAX_SLEEP_MS 5
 #define SV_SHM_IDLE_SLEEP_MS 20
 

@@ -8,11 +8,12 @@
  * TSan must not look at these copies at all.  A suppression is not enough:
  * TSan symbolizes a report before it can match it, and the first
  * symbolization in a process (libbacktrace reading the DWARF of every
- * library) takes 0.5 to 1 s on a loaded machine.  The copying thread holds
- * its QP's lock meanwhile, and the progress thread then waited for that
- * lock and served no QP of the process (it still waits for it to run a
- * timer): peers' ack timers expire (ibv_srq_pingpong: 8 x 67 ms) and their
- * QPs fail with RETRY_EXC_ERR.
+ * library) can outlast a peer's whole ack-timer budget on a loaded machine
+ * (docs/measurements.md, 'TSan ignores the engine's DMA copies').  The
+ * copying thread holds its QP's lock meanwhile, and the progress thread
+ * then waited for that lock and served no QP of the process (it still
+ * waits for it to run a timer): peers' ack timers expire and their QPs
+ * fail with RETRY_EXC_ERR.
  *
  * sv_dma_begin() / sv_dma_end(): TSan ignores this thread's memory accesses
  * in between.  Without TSan they are nothing.

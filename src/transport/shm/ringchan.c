@@ -23,7 +23,8 @@ static bool peer_polling(struct sv_conn *c);
  * polling says nothing about a thread of it that sleeps for the CQ this
  * ring completes to (armed): another thread's polls keep the stamp fresh
  * (a thread sleeping on a completion channel waited for the progress
- * thread's 5 ms look while another polled a different CQ). */
+ * thread's next look at the rings while another polled a different CQ;
+ * docs/measurements.md, 'Doorbell for an armed CQ'). */
 static void ring_doorbell(struct sv_conn *c, uint32_t *flag, const uint32_t *armed)
 {
 	const char b = 1;

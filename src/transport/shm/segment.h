@@ -41,7 +41,7 @@ struct sv_seg_mr_map {
  * progress thread leaves its rings to it (engine/drive.c).  Longer than the
  * progress threads' short runs: a poller they preempt on a busy machine
  * still polls, or each preemption would draw doorbells whose wake-ups
- * preempt the pollers again (the figures are in docs/ARCHITECTURE.md). */
+ * preempt the pollers again (docs/measurements.md, 'Poll stamp'). */
 #define SV_POLLER_ACTIVE_NS 200000
 
 struct sv_seg {
