@@ -371,6 +371,8 @@ void sv_rx_set(struct sv_conn *c, enum sv_rx_state s)
 	sv_trace("qp %u: rx %s -> %s", c->qp ? c->qp->ibqp.qp_base.qp_num : 0,
 		 sv_rx_state_name(c->rx_state), sv_rx_state_name(s));
 	__atomic_store_n(&c->rx_state, s, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->input, s == SV_RX_HELD ? SV_INPUT_HELD :
+			 s == SV_RX_READY ? SV_INPUT_STAGED : SV_INPUT_OPEN, __ATOMIC_RELAXED);
 }
 
 /* HDR -> PAYLOAD -> HDR, frame after frame; a SEND with no receive to take

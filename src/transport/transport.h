@@ -30,8 +30,8 @@
 
 struct sv_qp;
 
-/* The receive machine of a channel (engine/recv.c).  Pollers read it
- * without the QP lock (sv_conn_shm_has_input); it changes under the lock. */
+/* The receive machine of a channel (engine/recv.c); it changes under the
+ * QP lock.  The transport never reads it: it sees `input`. */
 enum sv_rx_state {
 	SV_RX_HDR,        /* collecting a frame header */
 	SV_RX_HELD,       /* a SEND's header is in, no receive posted: no input (resp.c) */
@@ -111,6 +111,14 @@ enum sv_chan_cap {
 	SV_CAP_SPIN_TAKE = 1u << 5,
 };
 
+/* What the engine says of the input a channel holds, for the transport's
+ * readiness tests (sv_conn_shm_has_input): pollers read it unlocked. */
+enum sv_chan_input {
+	SV_INPUT_OPEN,    /* input is what the channel holds */
+	SV_INPUT_HELD,    /* nothing is input until the engine says so */
+	SV_INPUT_STAGED,  /* a frame the engine already took waits: that is input */
+};
+
 /* How a channel's bytes move: one table per transport (tcp/stream.c,
  * unix/stream.c, shm/ringchan.c).  writev returns the bytes taken, 0 when
  * there is no room; readv the bytes read, -EAGAIN when there is nothing,
@@ -181,6 +189,7 @@ struct sv_conn {
 
 	/* receive machine */
 	enum sv_rx_state rx_state;   /* sv_rx_set() changes it */
+	uint8_t input;               /* enum sv_chan_input, which sv_rx_set keeps */
 	struct sv_wire_hdr rx_hdr;
 	size_t rx_got;
 	size_t rx_remain;            /* payload bytes still to place */

@@ -168,10 +168,10 @@ bool sv_conn_shm_has_input(const struct sv_conn *c)
 {
 	uint32_t w;
 
-	enum sv_rx_state rx = __atomic_load_n(&c->rx_state, __ATOMIC_RELAXED);
+	uint8_t in = __atomic_load_n(&c->input, __ATOMIC_RELAXED);
 
-	return (!__atomic_load_n(&c->paused, __ATOMIC_RELAXED) && rx != SV_RX_HELD &&
-		(rx == SV_RX_READY || sv_ring_has_input(c->shm.rx, c->shm.size))) ||
+	return (!__atomic_load_n(&c->paused, __ATOMIC_RELAXED) && in != SV_INPUT_HELD &&
+		(in == SV_INPUT_STAGED || sv_ring_has_input(c->shm.rx, c->shm.size))) ||
 	       (c->outbound && shm_ack_moved(c, &w));
 }
 
