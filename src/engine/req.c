@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "transport/shm/cma.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -129,38 +128,6 @@ static unsigned int needed_access(uint32_t op)
 	}
 }
 
-/* An atomic on the peer's memory we mapped: the CPU's own atomics make it
- * atomic against every other initiator and the peer's responder, which
- * use them on the same memory. */
-static void direct_atomic(struct sv_swqe *w, uint64_t *mapped, const struct iovec *local)
-{
-	uint64_t orig;
-
-	sv_dma_begin();         /* the peer application's memory, as a NIC's atomic (util/tsan.h) */
-	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
-		orig = w->compare_add;
-		__atomic_compare_exchange_n(mapped, &orig, w->swap, false, __ATOMIC_SEQ_CST,
-					    __ATOMIC_SEQ_CST);
-	} else {
-		orig = __atomic_fetch_add(mapped, w->compare_add, __ATOMIC_SEQ_CST);
-	}
-	sv_dma_end();
-	memcpy(local->iov_base, &orig, 8);
-}
-
-/* Copy `len` bytes between local segments and the peer's memory we mapped. */
-static ssize_t copy_mapped(const struct iovec *iov, int n, void *remote, size_t len,
-			   int to_remote)
-{
-	struct iovec r = { remote, len };
-
-	if (to_remote)
-		sv_iov_copy(&r, 1, iov, n);
-	else
-		sv_iov_copy(iov, n, &r, 1);
-	return (ssize_t)len;
-}
-
 /* Execute a WRITE/READ/atomic in the peer's memory ourselves, so the target's
  * CPU is not involved.  Only when nothing is in flight before it, so the
  * responder's in-order execution is preserved.  Returns false to let the
@@ -168,19 +135,19 @@ static ssize_t copy_mapped(const struct iovec *iov, int n, void *remote, size_t 
 static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 {
 	struct sv_conn *c = qp->out;
-	unsigned int need = needed_access(w->opcode);
-	bool to_remote = w->opcode == IBV_WR_RDMA_WRITE;
 	struct iovec iov[SV_PLACE_MAX_SEG];
-	struct sv_cma_ref ref;
+	struct sv_direct d = {
+		.need = needed_access(w->opcode), .rkey = w->rkey, .raddr = w->remote_addr,
+		.len = w->length, .iov = iov, .to_remote = w->opcode == IBV_WR_RDMA_WRITE,
+		.cmp_swp = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP,
+		.compare_add = w->compare_add, .swap = w->swap,
+	};
 	enum ibv_wc_status st;
-	void *mapped;
 	size_t total;
-	int n;
-	ssize_t r;
 
 	/* The peer QP's access flags were read at connection time and may have
 	 * changed since: if they say no, the responder decides, with its own. */
-	if (!c || !c->cma_ok || !need || qp->sq.head != qp->sq.next || !(c->peer_access & need))
+	if (!c || !c->cma_ok || !d.need || qp->sq.head != qp->sq.next || !(c->peer_access & d.need))
 		return false;
 	/* The peer's QP left the connected states (it marked the rings): a
 	 * QP in ERR processes nothing, so neither may we on its behalf. */
@@ -189,46 +156,26 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	if (w->is_inline) {
 		iov[0].iov_base = (uint8_t *)&w->sge[qp->sq.max_sge];
 		iov[0].iov_len = w->length;
-		n = w->length ? 1 : 0;
+		d.n = w->length ? 1 : 0;
 		st = IBV_WC_SUCCESS;
 	} else {
 		st = sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge,
-				      to_remote ? SV_LOCAL_READ : SV_LOCAL_WRITE, iov, &n, &total);
+				      d.to_remote ? SV_LOCAL_READ : SV_LOCAL_WRITE, iov, &d.n, &total);
 	}
 	if (st != IBV_WC_SUCCESS) {
 		sv_comp_fail(qp, w, st);
 		return true;
 	}
-	if ((need == IBV_ACCESS_REMOTE_ATOMIC && (w->remote_addr & 7)) ||
-	    sv_cma_acquire(c->peer_seg, c->peer_pd, w->rkey, w->remote_addr, w->length, need,
-			   NULL, &ref)) {
-		sv_comp_fail(qp, w, need == IBV_ACCESS_REMOTE_ATOMIC && (w->remote_addr & 7) ?
-			     IBV_WC_REM_INV_REQ_ERR : IBV_WC_REM_ACCESS_ERR);
+	switch (sv_conn_direct(c, &d)) {
+	case 0:
+		break;
+	case -EINVAL:
+		sv_comp_fail(qp, w, IBV_WC_REM_INV_REQ_ERR);
 		return true;
-	}
-	mapped = w->length ? sv_peer_map(&c->peer_maps, c->peer_seg, w->rkey >> 8, w->rkey,
-					 ref.raddr, w->length) : NULL;
-	if (need == IBV_ACCESS_REMOTE_ATOMIC && !mapped)
-		return false;        /* no atomic copy across processes: the responder does it */
-	/* A copy into the peer's address space is announced, and the check
-	 * made again after: its dereg waits for announced copies. */
-	if (!mapped && w->length &&
-	    sv_cma_acquire(c->peer_seg, c->peer_pd, w->rkey, w->remote_addr, w->length, need,
-			   &c->shm.tx->direct_slot, &ref)) {
+	case -EACCES:
 		sv_comp_fail(qp, w, IBV_WC_REM_ACCESS_ERR);
 		return true;
-	}
-	r = (ssize_t)w->length;
-	if (need == IBV_ACCESS_REMOTE_ATOMIC)
-		direct_atomic(w, mapped, iov);
-	else if (mapped)
-		r = copy_mapped(iov, n, mapped, w->length, to_remote);
-	else if (w->length)
-		r = sv_cma_copy(c->peer_pid, iov, n, ref.raddr, w->length, to_remote);
-	sv_cma_release(&ref);
-	if (r < 0) {
-		if (r == -EPERM)
-			c->cma_ok = false;      /* the kernel says no: use the validated path */
+	default:
 		return false;
 	}
 	sv_swqe_done(qp, w, IBV_WC_SUCCESS);

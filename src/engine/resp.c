@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "engine/engine.h"
-#include "transport/shm/cma.h"
 #include "util/log.h"
 #include "util/time.h"
 #include "util/tsan.h"
@@ -110,50 +109,22 @@ static void pull_begin(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire
 	c->place.discard = false;
 }
 
-/* Local addresses of the requester's pieces, if all lie in memory of its
- * we could map (mrmap.h); else cross-memory attach reads them. */
-static bool pull_mapped(struct sv_conn *c, int n, struct iovec *src)
-{
-	for (int i = 0; i < n; i++) {
-		const struct sv_wire_pull *d = &c->pull_rx[i];
-
-		src[i].iov_base = sv_peer_map_pull(&c->peer_maps, c->peer_seg, d->key, d->addr,
-						   d->len);
-		src[i].iov_len = d->len;
-		if (!src[i].iov_base)
-			return false;
-	}
-	return true;
-}
-
 /* Copy the pulled message into the receive buffer, translated again with
  * the MR lock held for the copy (one memcpy or process_vm_readv, neither
  * blocks): its MR may have gone since the header. */
 static ssize_t pull_copy(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h,
 			 int n)
 {
-	struct iovec remote[SV_WIRE_MAX_SGE];
-	bool mapped = pull_mapped(c, n, remote);
 	size_t total;
 	ssize_t r;
 
-	if (!mapped)
-		for (int i = 0; i < n; i++) {
-			remote[i].iov_base = (void *)(uintptr_t)c->pull_rx[i].addr;
-			remote[i].iov_len = c->pull_rx[i].len;
-		}
 	sv_mr_rdlock();
 	if (pull_dst(qp, &total) != IBV_WC_SUCCESS || total < h->rlen) {
 		sv_mr_unlock();
 		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
 		return 0;
 	}
-	if (mapped) {
-		sv_iov_copy(qp->rctx.dst, qp->rctx.ndst, remote, n);
-		r = (ssize_t)h->rlen;
-	} else {
-		r = sv_cma_pull(c->peer_pid, qp->rctx.dst, qp->rctx.ndst, remote, n, h->rlen);
-	}
+	r = sv_conn_pull(c, n, qp->rctx.dst, qp->rctx.ndst, h->rlen);
 	sv_mr_unlock();
 	return r;
 }

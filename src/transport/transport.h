@@ -327,6 +327,26 @@ bool sv_conn_peer_left(const struct sv_conn *c);
 /* "shared memory", "unix socket" or "tcp", for logs. */
 const char *sv_conn_kind_name(const struct sv_conn *c);
 
+/* shm/direct.c: a one-sided operation on a same-host peer's registered
+ * memory, done here (the channel has cma_ok).  iov: the local data (WRITE
+ * source, READ destination, an atomic's 8-byte result).  0: done; -EACCES:
+ * the key, rights or bounds refuse it; -EINVAL: an unaligned atomic;
+ * -EAGAIN: it goes as a frame instead. */
+struct sv_direct {
+	unsigned int need;           /* IBV_ACCESS_REMOTE_WRITE, _READ or _ATOMIC */
+	uint32_t rkey;
+	uint64_t raddr, len;
+	const struct iovec *iov;
+	int n;
+	bool to_remote;              /* WRITE */
+	bool cmp_swp;                /* atomic: compare-and-swap, else fetch-and-add */
+	uint64_t compare_add, swap;
+};
+int sv_conn_direct(struct sv_conn *c, const struct sv_direct *d);
+/* A pulled SEND's `len` bytes, described by the channel's pull_rx[0..n),
+ * read from the requester into dst; bytes or -errno. */
+ssize_t sv_conn_pull(struct sv_conn *c, int n, const struct iovec *dst, int ndst, size_t len);
+
 /* conn.c: the listeners' handlers (TCP and unix). */
 void sv_conn_on_accept(struct sv_handler *h, uint32_t events);
 void sv_conn_on_accept_unix(struct sv_handler *h, uint32_t events);
