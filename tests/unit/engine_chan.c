@@ -401,7 +401,7 @@ static void make_rtr(struct side *s, uint32_t psn)
  *  (b) its link retries (link_deadline) and the gone timer are cleared;
  *      ack timeout 0 arms no ack timer; fake channels have no SV_CAP_TURN
  *      (no held ACK, no ack_held_deadline) and no SV_CAP_HOLD (no RNR hold
- *      deadline); so the QP has no deadline, and timer_at 0 makes the
+ *      deadline); so the QP has no deadline, and its timer at 0 makes the
  *      node's timer list skip it.  A timer call already collected runs
  *      once more, finds nothing due and only takes the lock: quiesce()
  *      waits for it before a case begins;
@@ -423,7 +423,7 @@ static void park(struct sv_qp *qp)
 	EXPECT_EQ(qp->rnr_deadline, 0);
 	EXPECT_EQ(qp->ack_held_deadline, 0);
 	EXPECT_EQ(qp->rnr_hold_deadline, 0);
-	sv_node_timer_update(G.node, qp);
+	sv_qp_timer_update(qp);
 }
 
 /* A responder: RTR, its inbound channel a fake one whose peer is
