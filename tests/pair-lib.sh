@@ -7,6 +7,7 @@
 #
 #   pl_log / pl_fail / pl_skip MSG   "[PL_NAME] MSG"; fail exits 1, skip 77
 #   pl_status WHO RC                 explain an exit status; false unless 0
+#   pl_build BUILD_DIR USAGE         the build under test and its environment
 #   pl_pair                          run a server and a client, reap both
 #
 # Works with and without `set -euo pipefail`.
@@ -69,6 +70,25 @@ pl_need() {
     [[ $resolved == "$2/$lib" ]] ||
       pl_fail "$1 loads $lib from '${resolved:-nowhere}', not from $2"
   done
+}
+
+# pl_build BUILD_DIR USAGE: check the build directory (fail with "usage:
+# USAGE" when it is empty); set PL_BUILD (absolute), PL_LIB (its lib/) and
+# PL_ENV (array): what every program under test runs with: our lib/ first,
+# the sanitizer runtime of a sanitized build preloaded, line-buffered output
+# (tests/run-env.sh).
+pl_build() {
+  [[ -n $1 ]] || pl_fail "usage: $2"
+  [[ -d $1 ]] || pl_fail "build directory $1 does not exist"
+  PL_BUILD=$(cd "$1" && pwd -P)
+  PL_LIB=$PL_BUILD/lib
+  [[ -e $PL_LIB/libibverbs.so.1 ]] ||
+    pl_fail "$PL_LIB/libibverbs.so.1 is missing: build softverbs first (make)"
+  # shellcheck source=tests/run-env.sh
+  . "$(dirname "${BASH_SOURCE[0]}")/run-env.sh"
+  sv_run_env "$PL_BUILD" ||
+    pl_fail "cannot find the sanitizer runtime of the $SV_RUN_SANITIZE build in $PL_BUILD"
+  PL_ENV=("${SV_RUN_ENV[@]}")
 }
 
 # pl_port_listening PORT [PID]: is a socket listening on TCP PORT in the

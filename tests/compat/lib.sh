@@ -67,13 +67,10 @@ sv_free_port() {
 
 # --- environment -------------------------------------------------------------
 
-SV_BUILD=${1:-${SOFTVERBS_BUILD_DIR:-}}
-[[ -n $SV_BUILD ]] || sv_fail "usage: $0 BUILD_DIR [PORT]"
-[[ -d $SV_BUILD ]] || sv_fail "build directory $SV_BUILD does not exist"
-SV_BUILD=$(cd "$SV_BUILD" && pwd -P)
-SV_LIB=$SV_BUILD/lib
-[[ -e $SV_LIB/libibverbs.so.1 ]] ||
-  sv_fail "$SV_LIB/libibverbs.so.1 is missing: build softverbs first (make)"
+# SV_ENV: what every program under test runs with (pl_build).
+pl_build "${1:-${SOFTVERBS_BUILD_DIR:-}}" "$0 BUILD_DIR [PORT]"
+# shellcheck disable=SC2034  # SV_BUILD: for the scripts that source this
+SV_BUILD=$PL_BUILD SV_LIB=$PL_LIB SV_ENV=("${PL_ENV[@]}")
 
 SV_PORT=${2:-}
 if [[ -z $SV_PORT ]]; then
@@ -83,11 +80,6 @@ elif sv_port_busy "$SV_PORT"; then
   SV_PORT=$(sv_free_port)
 fi
 
-# SV_ENV: what every program under test runs with (tests/run-env.sh).
-# shellcheck source=tests/run-env.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../run-env.sh"
-sv_run_env "$SV_BUILD" || sv_fail "cannot set up the environment for $SV_BUILD"
-SV_ENV=("${SV_RUN_ENV[@]}")
 # shellcheck source=tests/perftest-checks.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../perftest-checks.sh"
 

@@ -19,7 +19,7 @@ SV_SERVER_GRACE=0.2 SV_SERVER_LINGERS=1
 
 # run LABEL ARGS...: one client run of TEST with ARGS against a fresh server.
 run() {
-  local label=$1 figures line
+  local label=$1 line
   shift
   sv_log "--- $label: qperf -lp $SV_PORT $* $SV_HOST $test"
   SV_SERVER=(qperf -lp "$SV_PORT")
@@ -31,20 +31,13 @@ run() {
   fi
   sv_show server "$SV_SLOG"
   sv_show client "$SV_CLOG"
-  if ! sv_status client "$SV_CRC"; then
-    failed+=("$label (client status $SV_CRC)")
-  elif sv_sanitizer_report "$SV_SLOG" || sv_sanitizer_report "$SV_CLOG"; then
-    failed+=("$label (sanitizer report)")
-  elif ! sv_qperf_server_quiet "$SV_SLOG"; then
-    failed+=("$label (the server reported a failure)")
-  elif ! figures=$(sv_qperf_figures "$test" "$SV_CLOG"); then
-    failed+=("$label (no figures, or an error in the client's output)")
-  else
-    while IFS= read -r line; do echo "$label measured: $line"; done <<<"$figures"
+  if sv_qperf_verdict "$test" "$SV_CRC" "$SV_SLOG" "$SV_CLOG"; then
+    while IFS= read -r line; do echo "$label measured: $line"; done <<<"$SV_QPERF_FIGURES"
     sv_log "PASS: $label"
-    return 0
+  else
+    failed+=("$label ($SV_QPERF_WHY)")
+    sv_log "FAIL: $label"
   fi
-  sv_log "FAIL: $label"
 }
 
 sv_need qperf
