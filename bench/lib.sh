@@ -11,7 +11,8 @@
 # Server/client pairs: set the arrays SRV and CLI, then
 #   bench_pair NAME SERVER_NS CLIENT_NS PORT TIMEOUT
 # (NS empty: this namespace).  The client's output is in $PAIR_OUT, the
-# server's in $PAIR_SRV_OUT, and a failure's reason in $PAIR_ERR.
+# server's in $PAIR_SRV_OUT, and a failure's reason in $PAIR_ERR.  The
+# logging, exit-status words and the pair runner are tests/pair-lib.sh's.
 # Sourced: its variables are used by the other scripts.
 # shellcheck disable=SC2034
 
@@ -42,7 +43,11 @@ SVB_VETH_OK=0
 # The repetition being run (run.sh sets it): log names carry it.
 BENCH_REP=${BENCH_REP:-0}
 
-bench_log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
+# "[bench HH:MM:SS] MSG" on stderr.
+PL_NAME=bench PL_LOG_TIME=1 PL_LOG_FD=2
+# shellcheck source=tests/pair-lib.sh
+. "$REPO/tests/pair-lib.sh"
+bench_log() { pl_log "$@"; }
 
 bench_budget_ok() {
   (( $(date +%s) - BENCH_START < BENCH_BUDGET ))
@@ -143,18 +148,12 @@ bench_listening() {  # NS PORT
 
 # --- server/client pairs --------------------------------------------------------
 
-# Wait up to SECONDS for PID to exit; 0 if it did.
-bench_wait_exit() {  # PID SECONDS
-  local i
-  for ((i = 0; i < $2 * 20; i++)); do
-    kill -0 "$1" 2>/dev/null || return 0
-    sleep 0.05
-  done
-  return 1
-}
-
+# bench_pair: pl_pair with the servers and clients of the benchmarks: each
+# in its test host (bench_nswrap), under timeout (the server 10 s longer);
+# the client is not stopped early, the server has 3 s to end after it (the
+# cmtime server never does).
 bench_pair() {  # NAME SERVER_NS CLIENT_NS PORT TIMEOUT
-  local name=r${BENCH_REP}_$1 sns=$2 cns=$3 port=$4 tmo=$5 spid crc i t0
+  local name=r${BENCH_REP}_$1 sns=$2 cns=$3 port=$4 tmo=$5 t0
   PAIR_OUT=$BENCH_WORK/logs/$name.cli
   PAIR_SRV_OUT=$BENCH_WORK/logs/$name.srv
   PAIR_ERR=""
@@ -167,39 +166,23 @@ bench_pair() {  # NAME SERVER_NS CLIENT_NS PORT TIMEOUT
   t0=$(date +%s.%N)
   bench_nswrap "$sns"
   { echo "# ${NSW[*]:0:4} ${SRV[*]}"; } >"$PAIR_SRV_OUT"
-  timeout -k 2 $((tmo + 10)) "${NSW[@]}" "${SRV[@]}" >>"$PAIR_SRV_OUT" 2>&1 </dev/null &
-  spid=$!
-  for ((i = 0; i < 200; i++)); do
-    bench_listening "$sns" "$port" && break
-    kill -0 "$spid" 2>/dev/null || break
-    sleep 0.05
-  done
-  if ! bench_listening "$sns" "$port"; then
+  PL_SERVER=(timeout -k 2 $((tmo + 10)) "${NSW[@]}" "${SRV[@]}")
+  bench_nswrap "$cns"
+  { echo "# ${NSW[*]:0:4} ${CLI[*]}"; } >"$PAIR_OUT"
+  PL_CLIENT=(timeout -k 2 "$tmo" "${NSW[@]}" "${CLI[@]}")
+  PL_SERVER_LOG=$PAIR_SRV_OUT PL_CLIENT_LOG=$PAIR_OUT
+  PL_LISTENING=(bench_listening "$sns" "$port") PL_LISTEN_WAIT=10
+  PL_PEER_GRACE="" PL_SERVER_GRACE=3 PL_SERVER_LINGERS=1
+  if ! pl_pair; then
     PAIR_ERR="server not listening on port $port: $(bench_why "$PAIR_SRV_OUT")"
-    kill -TERM "$spid" 2>/dev/null
-    wait "$spid" 2>/dev/null
     PAIR_RC=126
     bench_timing "$name" "$t0" 126
     return 126
   fi
-  bench_nswrap "$cns"
-  { echo "# ${NSW[*]:0:4} ${CLI[*]}"; } >"$PAIR_OUT"
-  timeout -k 2 "$tmo" "${NSW[@]}" "${CLI[@]}" >>"$PAIR_OUT" 2>&1 </dev/null
-  crc=$?
-  # The server finishes on its own when the test went well; not waited for long.
-  if ! bench_wait_exit "$spid" 3; then
-    kill -TERM "$spid" 2>/dev/null
-    bench_wait_exit "$spid" 2 || kill -KILL "$spid" 2>/dev/null
-  fi
-  wait "$spid" 2>/dev/null
-  PAIR_RC=$crc
-  bench_timing "$name" "$t0" "$crc"
-  case $crc in
-    0) ;;
-    124|137) PAIR_ERR="client timed out after ${tmo}s: $(bench_why "$PAIR_OUT")" ;;
-    *) PAIR_ERR="client exit $crc: $(bench_why "$PAIR_OUT")" ;;
-  esac
-  return "$crc"
+  PAIR_RC=$PL_CRC
+  bench_timing "$name" "$t0" "$PL_CRC"
+  ((PL_CRC == 0)) || PAIR_ERR="client $(pl_exit_what "$PL_CRC" "$tmo"): $(bench_why "$PAIR_OUT")"
+  return "$PL_CRC"
 }
 
 # Run one program (no server) with a timeout; output in $PAIR_OUT.
@@ -217,11 +200,7 @@ bench_one() {  # NAME TIMEOUT CMD...
   timeout -k 2 "$tmo" "$@" >>"$PAIR_OUT" 2>&1 </dev/null
   rc=$?
   bench_timing "$name" "$t0" "$rc"
-  case $rc in
-    0) ;;
-    124|137) PAIR_ERR="timed out after ${tmo}s: $(bench_why "$PAIR_OUT")" ;;
-    *) PAIR_ERR="exit $rc: $(bench_why "$PAIR_OUT")" ;;
-  esac
+  ((rc == 0)) || PAIR_ERR="$(pl_exit_what "$rc" "$tmo"): $(bench_why "$PAIR_OUT")"
   return "$rc"
 }
 

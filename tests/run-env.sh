@@ -3,8 +3,8 @@
 # directory: our lib/ first in the library path and, when the build is
 # sanitized, the sanitizer runtime preloaded first (Debian's programs are not
 # instrumented; their own leaks are not ours), then line-buffered stdout so a
-# log shows stdout and stderr in order.  Shared by tests/compat/lib.sh and
-# tests/cm/tools.sh; use it as:
+# log shows stdout and stderr in order.  Shared by tests/pair-lib.sh (for
+# the compat and net tests), tests/cm/tools.sh and tests/pyverbs; use it as:
 #   . tests/run-env.sh; sv_run_env BUILD_DIR && env "${SV_RUN_ENV[@]}" PROG ...
 # Sets SV_RUN_ENV (array) and SV_RUN_SANITIZE; returns non-zero if a needed
 # runtime cannot be found.

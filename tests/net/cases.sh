@@ -74,7 +74,7 @@ case_rc_pingpong_tcp_loopback() {
     # (01) between two ports, neither of them 18515 (0x4853).
     if awk 'FNR > 1 && $4 == "01" { split($2, l, ":"); split($3, r, ":");
               if (l[2] != "4853" && r[2] != "4853") { f = 1; exit } } END { exit !f }' \
-          "/proc/${SVN_PID[client]}/net/tcp" 2>/dev/null; then
+          "/proc/${PL_PID[client]}/net/tcp" 2>/dev/null; then
       seen=1
       break
     fi
@@ -199,31 +199,24 @@ case_perftest_atomic_lat() { perftest ib_atomic_lat '-A CMP_AND_SWAP'; }
 # then) must complain of nothing.  A failure is counted, not fatal.
 QPERF_FAILED=()
 qperf_run() {
-  local test=$1 rc figures line
+  local test=$1 line
   shift
   svn_log "--- qperf $* $test"
   SVN_EXTRA_ENV=()
-  svn_start server h1 qperf -lp 19765
-  svn_wait_listen server 19765
-  svn_start client h2 qperf -lp 19765 "$@" "$SVN_H1" "$test"
-  svn_wait client; rc=$SVN_RC
-  sleep 0.2
-  kill -TERM "${SVN_PID[server]}" 2>/dev/null || true
-  svn_wait server
+  SVN_SERVER=(qperf -lp 19765)
+  SVN_CLIENT=(qperf -lp 19765 "$@" "$SVN_H1" "$test")
+  # The server serves clients until it is stopped; it gets a moment to
+  # report a failure of the run it just served.
+  SVN_SERVER_GRACE=0.2 SVN_SERVER_LINGERS=1
+  svn_run_pair 19765
+  SVN_SERVER_GRACE="" SVN_SERVER_LINGERS=0
   svn_show server; svn_show client
-  if ! svn_status client "$rc"; then
-    QPERF_FAILED+=("$test $* (client status $rc)")
-  elif svn_sanitizer_report "${SVN_LOG[server]}" || svn_sanitizer_report "${SVN_LOG[client]}"; then
-    QPERF_FAILED+=("$test $* (sanitizer report)")
-  elif ! sv_qperf_server_quiet "${SVN_LOG[server]}"; then
-    QPERF_FAILED+=("$test $* (the server reported a failure)")
-  elif ! figures=$(sv_qperf_figures "$test" "${SVN_LOG[client]}"); then
-    QPERF_FAILED+=("$test $* (no figures, or an error in the client's output)")
+  if sv_qperf_verdict "$test" "$SVN_CRC" "${SVN_LOG[server]}" "${SVN_LOG[client]}"; then
+    while IFS= read -r line; do echo "$test $* measured: $line"; done <<<"$SV_QPERF_FIGURES"
   else
-    while IFS= read -r line; do echo "$test $* measured: $line"; done <<<"$figures"
-    return 0
+    QPERF_FAILED+=("$test $* ($SV_QPERF_WHY)")
+    svn_log "FAIL: qperf $* $test"
   fi
-  svn_log "FAIL: qperf $* $test"
 }
 
 # qperf_series TEST...: each TEST once with qperf's own connection setup and

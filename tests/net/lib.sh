@@ -12,6 +12,7 @@
 #   svn_pair 18515                         # both exit 0, print "bytes in"
 #   svn_perftest ib_send_bw -R             # a perftest pair; more may follow
 #   svn_perftest_done                      # fails if any of them failed
+# Logging, exit statuses and the pair runner are tests/pair-lib.sh's.
 #
 # Each test gets its own pair of hosts, named after the test's PID
 # (sv-p<PID>-h1/h2), so tests can run side by side and a pair left behind by
@@ -40,49 +41,33 @@ SVN_CLIENT_EXPECT=()
 SVN_CLIENT_CHECK=()      # a command that must accept the client's log (its
                          # last argument); what it prints is shown
 SVN_EXTRA_ENV=()         # more VAR=value for both programs
-declare -A SVN_PID=()    # role -> pid of the program (in its host)
-declare -A SVN_LOG=()    # role -> its output
+declare -A SVN_LOG=()    # role -> its output (PL_PID: role -> its pid)
 
-svn_log() { printf '[%s] %s\n' "$SVN_NAME" "$*"; }
-svn_fail() { printf '[%s] FAIL: %s\n' "$SVN_NAME" "$*" >&2; exit 1; }
-svn_skip() { printf '[%s] SKIP: %s\n' "$SVN_NAME" "$*"; exit 77; }
+PL_NAME=$SVN_NAME PL_TIMEOUT=$SVN_TIMEOUT
+# shellcheck source=tests/pair-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../pair-lib.sh"
+svn_log() { pl_log "$@"; }
+svn_fail() { pl_fail "$@"; }
+svn_skip() { pl_skip "$@"; }
 
 # --- environment -------------------------------------------------------------
 
-SVN_BUILD=${1:-${SOFTVERBS_BUILD_DIR:-}}
-[[ -n $SVN_BUILD ]] || svn_fail "usage: $0 BUILD_DIR"
-[[ -d $SVN_BUILD ]] || svn_fail "build directory $SVN_BUILD does not exist"
-SVN_BUILD=$(cd "$SVN_BUILD" && pwd -P)
-SVN_LIB=$SVN_BUILD/lib
-[[ -e $SVN_LIB/libibverbs.so.1 ]] ||
-  svn_fail "$SVN_LIB/libibverbs.so.1 is missing: build softverbs first (make)"
+# What every program runs with: our lib/ first, the sanitizer runtime of a
+# sanitized build preloaded, line-buffered output (pl_build).
+pl_build "${1:-${SOFTVERBS_BUILD_DIR:-}}" "$0 BUILD_DIR"
+SVN_BUILD=$PL_BUILD SVN_LIB=$PL_LIB SVN_ENV=("${PL_ENV[@]}")
 # The fresh /tmp of a host keeps the library directory and our programs
 # (softverbs, the security tests) visible (read-only), for a build in /tmp.
 export SOFTVERBS_HOSTS_KEEP=$SVN_LIB:$SVN_BUILD/bin:$SVN_BUILD/tests/security
 export SOFTVERBS_HOSTS_ID=$SVN_ID
 
-# What every program runs with: our lib/ first, the sanitizer runtime of a
-# sanitized build preloaded, line-buffered output (tests/run-env.sh).
-# shellcheck source=tests/run-env.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../run-env.sh"
-sv_run_env "$SVN_BUILD" || svn_fail "cannot find the sanitizer runtime of the $SV_RUN_SANITIZE build in $SVN_BUILD"
-SVN_ENV=("${SV_RUN_ENV[@]}")
 # shellcheck source=tests/perftest-checks.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../perftest-checks.sh"
 
 SVN_TMP=$(mktemp -d "${TMPDIR:-/tmp}/softverbs-net-$SVN_NAME.XXXXXX")
 
 # Kill whatever program still runs.
-svn_stop() {
-  local role pid
-  for role in "${!SVN_PID[@]}"; do
-    pid=${SVN_PID[$role]}
-    if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
-      kill -KILL "$pid" 2>/dev/null || true
-      wait "$pid" 2>/dev/null || true
-    fi
-  done
-}
+svn_stop() { pl_stop KILL; }
 
 svn_cleanup() {
   svn_stop
@@ -108,79 +93,62 @@ svn_hosts_up() {
 
 # Skip when Debian's program $1 is missing; fail when it would not load our
 # libraries.
-svn_need() {
-  local path deps lib resolved
-  path=$(command -v "$1") || svn_skip "$1 is not installed (scripts/deps.sh installs it)"
-  deps=$(env "LD_LIBRARY_PATH=$SVN_LIB" ldd "$path" 2>/dev/null || true)
-  for lib in libibverbs.so.1 librdmacm.so.1; do
-    grep -q "^[[:space:]]*$lib " <<<"$deps" || continue
-    [[ -e $SVN_LIB/$lib ]] || svn_fail "$1 needs $lib, which this build does not have"
-    resolved=$(awk -v lib="$lib" '$1 == lib { print $3 }' <<<"$deps")
-    # Our own programs find lib/ through their RUNPATH, bin/../lib.
-    [[ -z $resolved ]] || resolved=$(realpath -ms "$resolved")
-    [[ $resolved == "$SVN_LIB/$lib" ]] ||
-      svn_fail "$1 loads $lib from '${resolved:-nowhere}', not from $SVN_LIB"
-  done
-}
+svn_need() { pl_need "$1" "$SVN_LIB"; }
 
 # --- programs ------------------------------------------------------------------
 
+# svn_cmd HOST PROG ARGS...: the command that runs PROG in HOST under
+# timeout, with our environment (in SVN_CMD).
+svn_cmd() {
+  local host=$1
+  shift
+  SVN_CMD=("$SVN_HOSTS" exec "$host" timeout -k 5 "$SVN_TIMEOUT"
+           env "${SVN_ENV[@]}" "${SVN_EXTRA_ENV[@]}" "$@")
+}
+
 # svn_start ROLE HOST PROG ARGS...: run PROG in HOST in the background,
-# under timeout, output in ${SVN_LOG[ROLE]}; ${SVN_PID[ROLE]} is the pid of
+# under timeout, output in ${SVN_LOG[ROLE]}; ${PL_PID[ROLE]} is the pid of
 # `timeout` (hosts.sh execs all the way down), whose child is PROG.
 svn_start() {
   local role=$1 host=$2
   shift 2
   svn_need "$1"
   SVN_LOG[$role]=$SVN_TMP/$role.log
+  : >"${SVN_LOG[$role]}"
   svn_log "$role in $host: $*"
-  "$SVN_HOSTS" exec "$host" timeout -k 5 "$SVN_TIMEOUT" \
-    env "${SVN_ENV[@]}" "${SVN_EXTRA_ENV[@]}" "$@" >"${SVN_LOG[$role]}" 2>&1 </dev/null &
-  SVN_PID[$role]=$!
+  svn_cmd "$host" "$@"
+  pl_start "$role" "${SVN_LOG[$role]}" "${SVN_CMD[@]}"
 }
 
 # The program's own pid (child of timeout), empty if it is not running.
 svn_prog_pid() {
-  local t=${SVN_PID[$1]:-} c
+  local t=${PL_PID[$1]:-} c
   [[ -n $t ]] || return 0
   c=$(cat "/proc/$t/task/$t/children" 2>/dev/null || true)
   echo "${c%% *}"
 }
 
 # Is ROLE's program running?
-svn_running() {
-  local pid=${SVN_PID[$1]:-}
-  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null
-}
+svn_running() { pl_running "$1"; }
 
 # svn_wait ROLE: wait for ROLE to end; sets SVN_RC.
 svn_wait() {
-  SVN_RC=0
-  # (bash's "Killed" job notice goes to the braces' stderr)
-  { wait "${SVN_PID[$1]}" || SVN_RC=$?; } 2>/dev/null
-  SVN_PID[$1]=
+  pl_wait "$1"
+  SVN_RC=$PL_RC
 }
 
-# svn_wait_listen ROLE PORT: wait until ROLE's program listens on TCP PORT
-# (looked up in its own network namespace through /proc/PID/net).
+# svn_listening ROLE PORT: does ROLE's program listen on TCP PORT (in its
+# own network namespace, seen through /proc/PID/net)?
+svn_listening() { pl_port_listening "$2" "${PL_PID[$1]}"; }
+
+# svn_wait_listen ROLE PORT: wait until ROLE's program listens on TCP PORT.
 svn_wait_listen() {
-  local role=$1 port=$2 hex waited=0 pid=${SVN_PID[$1]}
-  hex=$(printf '%04X' "$port")
-  while ! awk -v hex="$hex" 'FNR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == hex) { f = 1; exit } }
-                            END { exit !f }' "/proc/$pid/net/tcp" "/proc/$pid/net/tcp6" 2>/dev/null; do
-    if ! svn_running "$role"; then
-      svn_wait "$role"
-      svn_show "$role"
-      svn_status "$role" "$SVN_RC" || true
-      svn_fail "$role exited before listening on port $port"
-    fi
-    if ((waited >= SVN_LISTEN_WAIT * 10)); then
-      svn_show "$role"
-      svn_fail "$role did not listen on port $port within ${SVN_LISTEN_WAIT}s"
-    fi
-    sleep 0.1
-    waited=$((waited + 1))
-  done
+  PL_LISTENING=(svn_listening "$1" "$2") PL_LISTEN_WAIT=$SVN_LISTEN_WAIT
+  if ! pl_wait_listening "$1"; then
+    svn_show "$1"
+    svn_status "$1" "$PL_RC" || true
+    svn_fail "$PL_ERR on port $2"
+  fi
 }
 
 # svn_wait_output ROLE REGEX SECS: wait until ROLE printed a line matching
@@ -195,22 +163,12 @@ svn_wait_output() {
   done
 }
 
-svn_show() { sed "s/^/$1| /" "${SVN_LOG[$1]}"; }
+svn_show() { pl_show "$1" "${SVN_LOG[$1]}"; }
 
 # Explain exit code $2 of ROLE $1; false when it is a failure.
-svn_status() {
-  case $2 in
-    0) return 0 ;;
-    124|137) svn_log "$1 timed out or was killed (status $2)" ;;
-    143) svn_log "$1 was stopped (SIGTERM)" ;;
-    *) svn_log "$1 exited with status $2" ;;
-  esac
-  return 1
-}
+svn_status() { pl_status "$@"; }
 
-svn_sanitizer_report() {
-  grep -Eq 'ERROR: [A-Za-z]*Sanitizer|WARNING: ThreadSanitizer|runtime error:|SUMMARY: [A-Za-z]*Sanitizer' "$1"
-}
+svn_sanitizer_report() { pl_sanitizer_report "$1"; }
 
 # svn_expect ROLE REGEX...: ROLE's output matches every REGEX.
 svn_expect() {
@@ -229,58 +187,50 @@ svn_expect() {
 
 SVN_PINGPONG='^[0-9]+ bytes in [0-9.]+ seconds'
 
-# svn_pair PORT: server ${SVN_SERVER[@]} in h1, once it listens on TCP PORT
-# the client ${SVN_CLIENT[@]} in h2.  Both must exit 0 and print what
+# svn_run_pair PORT: server ${SVN_SERVER[@]} in h1, once it listens on TCP
+# PORT the client ${SVN_CLIENT[@]} in h2 (pl_pair: should the server fail,
+# the client is stopped SVN_PEER_GRACE seconds later; the server has
+# SVN_SERVER_GRACE seconds, default SVN_PEER_GRACE, to end after the client,
+# SVN_SERVER_LINGERS=1 when it serves until stopped).  Fails the test when
+# the server does not listen; sets SVN_SRC and SVN_CRC.
+svn_run_pair() {
+  local port=$1
+  svn_need "${SVN_SERVER[0]}"
+  svn_need "${SVN_CLIENT[0]}"
+  SVN_LOG[server]=$SVN_TMP/server.log SVN_LOG[client]=$SVN_TMP/client.log
+  : >"${SVN_LOG[server]}"
+  : >"${SVN_LOG[client]}"
+  svn_cmd h1 "${SVN_SERVER[@]}"
+  PL_SERVER=("${SVN_CMD[@]}")
+  svn_cmd h2 "${SVN_CLIENT[@]}"
+  PL_CLIENT=("${SVN_CMD[@]}")
+  PL_SERVER_LOG=${SVN_LOG[server]} PL_CLIENT_LOG=${SVN_LOG[client]}
+  PL_SERVER_NOTE="server in h1: ${SVN_SERVER[*]}" PL_CLIENT_NOTE="client in h2: ${SVN_CLIENT[*]}"
+  PL_LISTENING=(svn_listening server "$port") PL_LISTEN_WAIT=$SVN_LISTEN_WAIT
+  PL_PEER_GRACE=$SVN_PEER_GRACE PL_SERVER_GRACE=${SVN_SERVER_GRACE:-$SVN_PEER_GRACE}
+  PL_SERVER_LINGERS=${SVN_SERVER_LINGERS:-0}
+  if ! pl_pair; then
+    svn_show server
+    svn_status server "$PL_SRC" || true
+    svn_fail "$PL_ERR on port $port"
+  fi
+  SVN_SRC=$PL_SRC SVN_CRC=$PL_CRC
+}
+
+# svn_pair PORT: svn_run_pair; both must exit 0 and print what
 # SVN_SERVER_EXPECT / SVN_CLIENT_EXPECT ask for (default: the pingpong
 # "bytes in ... seconds" line); the client's output must pass
 # SVN_CLIENT_CHECK, if set.
 svn_pair() {
-  local port=$1 src=0 crc=0 ok=1 waited=0 out
+  local port=$1 ok=1 out
   ((${#SVN_SERVER_EXPECT[@]})) || SVN_SERVER_EXPECT=("$SVN_PINGPONG")
   ((${#SVN_CLIENT_EXPECT[@]})) || SVN_CLIENT_EXPECT=("$SVN_PINGPONG")
-  svn_need "${SVN_CLIENT[0]}"
-  svn_start server h1 "${SVN_SERVER[@]}"
-  svn_wait_listen server "$port"
-  svn_start client h2 "${SVN_CLIENT[@]}"
-
-  # Should the server fail, the client has SVN_PEER_GRACE seconds to notice.
-  while svn_running client; do
-    if [[ -n ${SVN_PID[server]} ]] && ! svn_running server; then
-      svn_wait server; src=$SVN_RC
-    fi
-    if [[ -z ${SVN_PID[server]} ]] && ((src != 0)); then
-      if ((waited >= SVN_PEER_GRACE * 10)); then
-        svn_log "server failed; stopping the client ${SVN_PEER_GRACE}s later"
-        kill -TERM "${SVN_PID[client]}" 2>/dev/null || true
-        break
-      fi
-      waited=$((waited + 1))
-    fi
-    sleep 0.1
-  done
-  svn_wait client; crc=$SVN_RC
-
-  if [[ -n ${SVN_PID[server]} ]]; then
-    if ((crc != 0)); then
-      kill -TERM "${SVN_PID[server]}" 2>/dev/null || true
-    else
-      waited=0
-      while svn_running server && ((waited < SVN_PEER_GRACE * 10)); do
-        sleep 0.1
-        waited=$((waited + 1))
-      done
-      if svn_running server; then
-        svn_log "server still running ${SVN_PEER_GRACE}s after the client finished; stopping it"
-        kill -TERM "${SVN_PID[server]}" 2>/dev/null || true
-      fi
-    fi
-    svn_wait server; src=$SVN_RC
-  fi
+  svn_run_pair "$port"
 
   svn_show server
   svn_show client
-  svn_status server "$src" || ok=0
-  svn_status client "$crc" || ok=0
+  svn_status server "$SVN_SRC" || ok=0
+  svn_status client "$SVN_CRC" || ok=0
   if svn_sanitizer_report "${SVN_LOG[server]}"; then svn_log "sanitizer report from the server"; ok=0; fi
   if svn_sanitizer_report "${SVN_LOG[client]}"; then svn_log "sanitizer report from the client"; ok=0; fi
   svn_expect server "${SVN_SERVER_EXPECT[@]}" || ok=0

@@ -13,47 +13,31 @@ build=$1 port=$2 test=$3
 . "$(dirname "$0")/../qperf-checks.sh"
 
 failed=()
+# The server serves clients until it is stopped; it gets a moment to report
+# a failure of the run it just served.
+SV_SERVER_GRACE=0.2 SV_SERVER_LINGERS=1
 
 # run LABEL ARGS...: one client run of TEST with ARGS against a fresh server.
 run() {
-  local label=$1 rc=0 waited=0 figures line slog=$SV_TMP/server.log clog=$SV_TMP/client.log
+  local label=$1 line
   shift
   sv_log "--- $label: qperf -lp $SV_PORT $* $SV_HOST $test"
-  timeout -k 5 "$SV_TIMEOUT" env "${SV_ENV[@]}" qperf -lp "$SV_PORT" >"$slog" 2>&1 </dev/null &
-  SV_SERVER_PID=$!
-  while ! sv_port_listening "$SV_PORT"; do
-    if ! kill -0 "$SV_SERVER_PID" 2>/dev/null || ((waited >= SV_LISTEN_WAIT * 10)); then
-      sv_show server "$slog"
-      failed+=("$label (the server did not listen)")
-      return 0
-    fi
-    sleep 0.1
-    waited=$((waited + 1))
-  done
-  timeout -k 5 "$SV_TIMEOUT" env "${SV_ENV[@]}" \
-    qperf -lp "$SV_PORT" "$@" "$SV_HOST" "$test" >"$clog" 2>&1 </dev/null || rc=$?
-  # The server serves clients until it is stopped; give it a moment to
-  # report a failure of the run it just served.
-  sleep 0.2
-  kill -TERM "$SV_SERVER_PID" 2>/dev/null || true
-  wait "$SV_SERVER_PID" 2>/dev/null || true
-  SV_SERVER_PID=
-  sv_show server "$slog"
-  sv_show client "$clog"
-  if ! sv_status client "$rc"; then
-    failed+=("$label (client status $rc)")
-  elif sv_sanitizer_report "$slog" || sv_sanitizer_report "$clog"; then
-    failed+=("$label (sanitizer report)")
-  elif ! sv_qperf_server_quiet "$slog"; then
-    failed+=("$label (the server reported a failure)")
-  elif ! figures=$(sv_qperf_figures "$test" "$clog"); then
-    failed+=("$label (no figures, or an error in the client's output)")
-  else
-    while IFS= read -r line; do echo "$label measured: $line"; done <<<"$figures"
-    sv_log "PASS: $label"
+  SV_SERVER=(qperf -lp "$SV_PORT")
+  SV_CLIENT=(qperf -lp "$SV_PORT" "$@" "$SV_HOST" "$test")
+  if ! sv_run_pair; then
+    sv_show server "$SV_SLOG"
+    failed+=("$label (the server did not listen)")
     return 0
   fi
-  sv_log "FAIL: $label"
+  sv_show server "$SV_SLOG"
+  sv_show client "$SV_CLOG"
+  if sv_qperf_verdict "$test" "$SV_CRC" "$SV_SLOG" "$SV_CLOG"; then
+    while IFS= read -r line; do echo "$label measured: $line"; done <<<"$SV_QPERF_FIGURES"
+    sv_log "PASS: $label"
+  else
+    failed+=("$label ($SV_QPERF_WHY)")
+    sv_log "FAIL: $label"
+  fi
 }
 
 sv_need qperf

@@ -113,30 +113,15 @@ static void peer_traffic(struct t_ep *e, int phase, int n)
 static const int phase_msgs[] = { 50, 200, 50, 100, 50 };
 #define NPHASES ((int)(sizeof(phase_msgs) / sizeof(phase_msgs[0])))
 
-static void peer_main(int fd)
+static void peer_main(struct t_side *s)
 {
-	struct t_opts o;
-	struct t_ep e;
-	struct t_info mine, theirs;
-	struct ibv_context *ctx;
-
-	t_alarm(55);
-	t_opts_default(&o, IBV_QPT_RC);
-	ctx = t_open();
-	t_ep_create(&e, ctx, &o);
-	t_ep_info(&e, &mine);
-	t_xchg(fd, &mine, &theirs);
-	t_ep_connect(&e, &o, &theirs);
-	CHECK_OK(t_post_recv(e.qp, 2, e.buf, HALF, e.mr->lkey));
+	CHECK_OK(t_post_recv(s->e.qp, 2, s->e.buf, HALF, s->e.mr->lkey));
 	for (int p = 0; p < NPHASES; p++) {
-		t_sync(fd);
-		peer_traffic(&e, p, phase_msgs[p]);
-		t_sync(fd);
+		t_sync(s->fd);
+		peer_traffic(&s->e, p, phase_msgs[p]);
+		t_sync(s->fd);
 	}
-	t_sync(fd);                  /* the victim is done with the QP */
-	t_ep_destroy(&e);
-	CHECK_OK(ibv_close_device(ctx));
-	exit(0);
+	t_sync(s->fd);               /* the victim is done with the QP */
 }
 
 static void phase(struct t_ep *e, int fd, int p)
@@ -314,34 +299,20 @@ static void flood_emfile(struct t_ep *e, int fd)
 		close(plugs[--nplugs]);
 }
 
+static void victim_main(struct t_side *s)
+{
+	phase(&s->e, s->fd, 0);
+	flood_pending(&s->e, s->fd);
+	flood_emfile(&s->e, s->fd);
+	t_sync(s->fd);
+}
+
 int main(void)
 {
 	struct t_opts o;
-	struct t_ep e;
-	struct t_info mine, theirs;
-	struct ibv_context *ctx;
-	int fd;
-	pid_t peer;
 
 	T_SKIP_IF(geteuid() != 0, "needs root to run an attacker as uid %d", SEC_UID);
 	t_opts_default(&o, IBV_QPT_RC);
-	peer = t_fork(&fd);
-	if (peer == 0)
-		peer_main(fd);
-	t_alarm(55);
-	ctx = t_open();
-	t_ep_create(&e, ctx, &o);
-	t_ep_info(&e, &mine);
-	t_xchg(fd, &mine, &theirs);
-	t_ep_connect(&e, &o, &theirs);
-
-	phase(&e, fd, 0);
-	flood_pending(&e, fd);
-	flood_emfile(&e, fd);
-
-	t_sync(fd);
-	CHECK_EQ(t_wait_child(peer, 10000), 0);
-	t_ep_destroy(&e);
-	CHECK_OK(ibv_close_device(ctx));
+	CHECK_EQ(t_two_procs(&o, &o, 55, 10000, victim_main, peer_main, NULL), 0);
 	return 0;
 }

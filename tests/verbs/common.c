@@ -546,6 +546,52 @@ int t_wait_child(pid_t pid, int timeout_ms)
 	return 128 + WTERMSIG(st);
 }
 
+void t_ep_peer(struct t_ep *e, struct ibv_context *ctx, const struct t_opts *o, int fd,
+	       struct t_info *mine, struct t_info *theirs)
+{
+	t_ep_create(e, ctx, o);
+	t_ep_info(e, mine);
+	t_xchg(fd, mine, theirs);
+	t_ep_connect(e, o, theirs);
+}
+
+int t_side_reap(struct t_side *s, int timeout_ms)
+{
+	s->child_status = t_wait_child(s->child, timeout_ms);
+	s->child = 0;
+	return s->child_status;
+}
+
+int t_two_procs(const struct t_opts *op, const struct t_opts *oc, unsigned int alarm_s,
+		int wait_ms, void (*parent)(struct t_side *), void (*child)(struct t_side *),
+		void *arg)
+{
+	struct t_side s;
+	const struct t_opts *o;
+
+	memset(&s, 0, sizeof(s));
+	s.arg = arg;
+	s.child = t_fork(&s.fd);
+	o = s.child ? op : oc;
+	/* alarms are not inherited: each side arms its own */
+	t_alarm(alarm_s);
+	s.ctx = t_open();
+	t_ep_peer(&s.e, s.ctx, o, s.fd, &s.mine, &s.theirs);
+	if (!s.child) {
+		child(&s);
+		t_ep_destroy(&s.e);
+		CHECK_OK(ibv_close_device(s.ctx));
+		exit(0);
+	}
+	parent(&s);
+	if (s.child)
+		t_side_reap(&s, wait_ms);
+	t_ep_destroy(&s.e);
+	CHECK_OK(ibv_close_device(s.ctx));
+	close(s.fd);
+	return s.child_status;
+}
+
 void t_fill(void *buf, size_t len, uint8_t seed)
 {
 	uint8_t *b = buf;

@@ -12,9 +12,10 @@
  *     ... t_post_send(p.a.qp, ...); wc = t_wc(p.a.cq, 2000); ...
  *     t_pair_close(&p);
  *
- * Two processes: fork first (t_fork), then each side opens the device on its
- * own, creates its endpoint and exchanges t_info over the socketpair
- * (t_xchg); the library's progress thread does not survive fork().
+ * Two processes: t_two_procs(&o, &o, 30, 10000, parent, child, NULL) forks,
+ * then each side opens the device on its own (the library's progress thread
+ * does not survive fork()), connects its endpoint to the other's and runs
+ * its callback with a struct t_side.
  */
 #ifndef TESTS_VERBS_COMMON_H
 #define TESTS_VERBS_COMMON_H
@@ -258,6 +259,36 @@ void t_sync(int fd);
 /* Reap the child within timeout_ms (kill it otherwise); returns its exit
  * status, or 128+signal. */
 int t_wait_child(pid_t pid, int timeout_ms);
+
+/* One endpoint on `ctx` connected to the peer process's: create it, swap
+ * t_info over `fd`, connect. */
+void t_ep_peer(struct t_ep *e, struct ibv_context *ctx, const struct t_opts *o, int fd,
+	       struct t_info *mine, struct t_info *theirs);
+
+/* One process of a two-process test, as its callback sees it. */
+struct t_side {
+	int fd;                    /* socketpair to the other process (t_sync) */
+	pid_t child;               /* parent: the child's pid, 0 once reaped */
+	int child_status;          /* parent: its exit status once reaped */
+	struct ibv_context *ctx;
+	struct t_ep e;             /* connected to the other process's */
+	struct t_info mine, theirs;
+	void *arg;                 /* t_two_procs' `arg` */
+};
+
+/* Fork; each process arms a watchdog of alarm_s seconds, opens the device
+ * and connects an endpoint to the other's (t_ep_peer; the parent's built
+ * with `op`, the child's with `oc`), then runs its callback.  The child then
+ * destroys its endpoint, closes the device and exits 0.  The parent reaps
+ * the child within wait_ms (unless its callback did, t_side_reap), then
+ * destroys its endpoint and closes the device.  Returns the child's exit
+ * status, or 128+signal. */
+int t_two_procs(const struct t_opts *op, const struct t_opts *oc, unsigned int alarm_s,
+		int wait_ms, void (*parent)(struct t_side *), void (*child)(struct t_side *),
+		void *arg);
+/* In the parent's callback: reap the child now (t_wait_child); returns its
+ * status, which t_two_procs returns too. */
+int t_side_reap(struct t_side *s, int timeout_ms);
 
 void t_fill(void *buf, size_t len, uint8_t seed);
 bool t_check_fill(const void *buf, size_t len, uint8_t seed);

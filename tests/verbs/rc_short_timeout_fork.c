@@ -8,51 +8,44 @@
 
 #define N 4
 
+static void child(struct t_side *s)
+{
+	struct t_ep *e = &s->e;
+
+	for (int i = 0; i < N; i++)
+		CHECK_OK(t_post_recv(e->qp, i, e->buf + 256 * i, 256, e->mr->lkey));
+	t_sync(s->fd);
+	for (int i = 0; i < N; i++) {
+		struct ibv_wc wc = t_wc(e->cq, 5000);
+		CHECK_STATUS(wc, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.wr_id, i);
+	}
+	t_sync(s->fd);
+}
+
+static void parent(struct t_side *s)
+{
+	struct t_ep *e = &s->e;
+
+	t_sync(s->fd);
+	for (int i = 0; i < N; i++)
+		CHECK_OK(t_post_send(e->qp, IBV_WR_SEND, i, e->buf, 64, e->mr->lkey,
+				     IBV_SEND_SIGNALED));
+	for (int i = 0; i < N; i++) {
+		struct ibv_wc wc = t_wc(e->cq, 5000);
+		CHECK_EQ(wc.wr_id, i);
+		CHECK_STATUS(wc, IBV_WC_SUCCESS);
+	}
+	t_sync(s->fd);
+}
+
 int main(void)
 {
 	struct t_opts o;
-	struct t_ep e;
-	struct t_info mine, theirs;
-	int fd;
 
 	t_opts_default(&o, IBV_QPT_RC);
 	o.timeout = 13;
 	o.retry_cnt = 2;
-	pid_t pid = t_fork(&fd);
-	t_alarm(30);
-	struct ibv_context *ctx = t_open();
-	t_ep_create(&e, ctx, &o);
-	t_ep_info(&e, &mine);
-	t_xchg(fd, &mine, &theirs);
-	t_ep_connect(&e, &o, &theirs);
-
-	if (pid == 0) {
-		for (int i = 0; i < N; i++)
-			CHECK_OK(t_post_recv(e.qp, i, e.buf + 256 * i, 256, e.mr->lkey));
-		t_sync(fd);
-		for (int i = 0; i < N; i++) {
-			struct ibv_wc wc = t_wc(e.cq, 5000);
-			CHECK_STATUS(wc, IBV_WC_SUCCESS);
-			CHECK_EQ(wc.wr_id, i);
-		}
-		t_sync(fd);
-		t_ep_destroy(&e);
-		CHECK_OK(ibv_close_device(ctx));
-		exit(0);
-	}
-
-	t_sync(fd);
-	for (int i = 0; i < N; i++)
-		CHECK_OK(t_post_send(e.qp, IBV_WR_SEND, i, e.buf, 64, e.mr->lkey,
-				     IBV_SEND_SIGNALED));
-	for (int i = 0; i < N; i++) {
-		struct ibv_wc wc = t_wc(e.cq, 5000);
-		CHECK_EQ(wc.wr_id, i);
-		CHECK_STATUS(wc, IBV_WC_SUCCESS);
-	}
-	t_sync(fd);
-	CHECK_EQ(t_wait_child(pid, 10000), 0);
-	t_ep_destroy(&e);
-	CHECK_OK(ibv_close_device(ctx));
+	CHECK_EQ(t_two_procs(&o, &o, 30, 10000, parent, child, NULL), 0);
 	return 0;
 }

@@ -70,10 +70,7 @@ static void child(int fd, bool first)
 	o.retry_cnt = 2;
 	struct ibv_context *ctx = t_open();
 
-	t_ep_create(&e, ctx, &o);
-	t_ep_info(&e, &mine);
-	t_xchg(fd, &mine, &theirs);
-	t_ep_connect(&e, &o, &theirs);
+	t_ep_peer(&e, ctx, &o, fd, &mine, &theirs);
 	t_sync(fd);
 	for (int i = 0; i < ROUNDS; i++) {
 		CHECK_OK(t_post_recv(e.qp, 1, e.buf + 64, 64, e.mr->lkey));
