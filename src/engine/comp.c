@@ -49,16 +49,8 @@ void sv_comp_reap(struct sv_qp *qp)
 	}
 }
 
-static const char *const swqe_state_names[SV_SWQE_NSTATES] = {
-	[SV_SWQE_POSTED] = "POSTED",
-	[SV_SWQE_SENT] = "SENT",
-	[SV_SWQE_DONE] = "DONE",
-};
-
-const char *sv_swqe_state_name(enum sv_swqe_state s)
-{
-	return s < SV_SWQE_NSTATES ? swqe_state_names[s] : "?";
-}
+SV_NAME_TABLE(sv_swqe_state_name, enum sv_swqe_state, SV_SWQE_NSTATES,
+	      [SV_SWQE_POSTED] = "POSTED", [SV_SWQE_SENT] = "SENT", [SV_SWQE_DONE] = "DONE")
 
 void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
 {

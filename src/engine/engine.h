@@ -18,6 +18,7 @@
 
 #include "transport/transport.h"
 #include "util/log.h"
+#include "util/names.h"
 #include "verbs/sv.h"
 
 /* The engine's answers to the transport (upcalls.c registers them). */

@@ -353,17 +353,9 @@ void sv_rx_serve(struct sv_conn *c)
 		sv_conn_lost(c);
 }
 
-static const char *const rx_state_names[SV_RX_NSTATES] = {
-	[SV_RX_HDR] = "HDR",
-	[SV_RX_HELD] = "HELD",
-	[SV_RX_READY] = "READY",
-	[SV_RX_PAYLOAD] = "PAYLOAD",
-};
-
-const char *sv_rx_state_name(enum sv_rx_state s)
-{
-	return s < SV_RX_NSTATES ? rx_state_names[s] : "?";
-}
+SV_NAME_TABLE(sv_rx_state_name, enum sv_rx_state, SV_RX_NSTATES,
+	      [SV_RX_HDR] = "HDR", [SV_RX_HELD] = "HELD", [SV_RX_READY] = "READY",
+	      [SV_RX_PAYLOAD] = "PAYLOAD")
 
 /* QP lock held; pollers read the state without it. */
 void sv_rx_set(struct sv_conn *c, enum sv_rx_state s)

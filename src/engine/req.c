@@ -434,18 +434,9 @@ void sv_req_kick(struct sv_qp *qp)
 	sv_req_arm_ack_timer(qp);
 }
 
-static const char *const link_state_names[SV_LINK_NSTATES] = {
-	[SV_LINK_IDLE] = "IDLE",
-	[SV_LINK_CONNECTING] = "CONNECTING",
-	[SV_LINK_HELLO] = "HELLO",
-	[SV_LINK_UP] = "UP",
-	[SV_LINK_BACKOFF] = "BACKOFF",
-};
-
-const char *sv_link_state_name(enum sv_link_state s)
-{
-	return s < SV_LINK_NSTATES ? link_state_names[s] : "?";
-}
+SV_NAME_TABLE(sv_link_state_name, enum sv_link_state, SV_LINK_NSTATES,
+	      [SV_LINK_IDLE] = "IDLE", [SV_LINK_CONNECTING] = "CONNECTING",
+	      [SV_LINK_HELLO] = "HELLO", [SV_LINK_UP] = "UP", [SV_LINK_BACKOFF] = "BACKOFF")
 
 void sv_link_set(struct sv_qp *qp, enum sv_link_state s)
 {

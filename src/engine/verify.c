@@ -26,17 +26,9 @@
 
 #define SV_CANDS_MAX 64     /* candidates handled per look (node->pending is capped) */
 
-static const char *const peer_state_names[SV_PEER_NSTATES] = {
-	[SV_PEER_UNKNOWN] = "unknown",
-	[SV_PEER_CLAIMED] = "claimed",
-	[SV_PEER_ASKED] = "asked",
-	[SV_PEER_VERIFIED] = "verified",
-};
-
-const char *sv_peer_state_name(enum sv_peer_state s)
-{
-	return s < SV_PEER_NSTATES ? peer_state_names[s] : "?";
-}
+SV_NAME_TABLE(sv_peer_state_name, enum sv_peer_state, SV_PEER_NSTATES,
+	      [SV_PEER_UNKNOWN] = "unknown", [SV_PEER_CLAIMED] = "claimed",
+	      [SV_PEER_ASKED] = "asked", [SV_PEER_VERIFIED] = "verified")
 
 uint64_t sv_verify_nonce(void)
 {
