@@ -489,7 +489,7 @@ static void rings_arm(struct sv_cq *cq, bool on)
 
 static void hot_set(struct sv_cq *cq, struct sv_conn *c)
 {
-	if (__atomic_load_n(&cq->hot, __ATOMIC_RELAXED) == c || !(c->caps & SV_CAP_SPIN_TAKE))
+	if (__atomic_load_n(&cq->hot, __ATOMIC_RELAXED) == c || !(sv_conn_caps(c) & SV_CAP_SPIN_TAKE))
 		return;
 	pthread_mutex_lock(&cq->drive_lock);
 	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) &&

@@ -91,7 +91,7 @@ static uint32_t conn_events(struct sv_conn *c)
 		return 0;
 	/* A ring channel always listens for doorbells; it never waits for
 	 * socket room (ring room is signalled by a doorbell too). */
-	if (c->caps & SV_CAP_MAPPED)
+	if (sv_conn_caps(c) & SV_CAP_MAPPED)
 		return EPOLLIN;
 	/* Input of a paused channel waits; that of a channel whose CQ a poller
 	 * spins on is the poller's (waking us would only compete with it). */

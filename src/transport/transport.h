@@ -224,6 +224,13 @@ struct sv_conn {
 	int ndone;
 };
 
+/* A channel's capabilities, for threads that may not hold its QP's lock
+ * (pollers): a same-host channel gains the rings' when it switches to them. */
+static inline uint32_t sv_conn_caps(const struct sv_conn *c)
+{
+	return __atomic_load_n(&c->caps, __ATOMIC_RELAXED);
+}
+
 /* conn.c (what every channel has), tcp/stream.c, unix/stream.c */
 /* A channel is set up (owner, kind) before sv_conn_start() lets the
  * progress thread see it. */
