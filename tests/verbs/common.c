@@ -264,10 +264,24 @@ void t_pair_open(struct t_pair *p, const struct t_opts *o)
 	t_pair_open2(p, o, o);
 }
 
+void t_pair_open_ch(struct t_pair *p, const struct t_opts *o, void *cq_context)
+{
+	struct t_opts ob = *o;
+
+	memset(p, 0, sizeof(*p));
+	p->ctx = t_open();
+	p->ch = CHECK_PTR(ibv_create_comp_channel(p->ctx));
+	ob.channel = p->ch;
+	ob.cq_context = cq_context;
+	t_ep_pair(p->ctx, o, &ob, &p->a, &p->b, &p->ia, &p->ib);
+}
+
 void t_pair_close(struct t_pair *p)
 {
 	t_ep_destroy(&p->a);
 	t_ep_destroy(&p->b);
+	if (p->ch)
+		CHECK_OK(ibv_destroy_comp_channel(p->ch));
 	CHECK_OK(ibv_close_device(p->ctx));
 	memset(p, 0, sizeof(*p));
 }
@@ -417,6 +431,15 @@ void t_wait_qp_state(struct ibv_qp *qp, enum ibv_qp_state state, int timeout_ms)
 			       state, timeout_ms);
 		usleep(1000);
 	}
+}
+
+bool t_fd_ready(int fd, int ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int r = poll(&pfd, 1, ms);
+
+	CHECK(r >= 0);
+	return r > 0 && (pfd.revents & POLLIN);
 }
 
 bool t_async_event(struct ibv_context *ctx, struct ibv_async_event *ev, int timeout_ms)

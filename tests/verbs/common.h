@@ -177,6 +177,7 @@ struct t_pair {
 	struct ibv_context *ctx;
 	struct t_ep a, b;
 	struct t_info ia, ib;
+	struct ibv_comp_channel *ch;   /* b's CQ's (t_pair_open_ch), or NULL */
 };
 
 /* Watchdog: after `seconds`, print the test name and _exit(2). */
@@ -211,6 +212,11 @@ void t_ep_pair(struct ibv_context *ctx, const struct t_opts *oa, const struct t_
 /* The same for RC, default options, b receiving through `srq` (of `pd`). */
 void t_ep_pair_srq(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_srq *srq,
 		   struct t_ep *a, struct t_ep *b);
+/* t_pair_open, with b's CQ on a new completion channel p->ch of the pair's
+ * context, and `cq_context` as that CQ's context. */
+void t_pair_open_ch(struct t_pair *p, const struct t_opts *o, void *cq_context);
+/* Destroys both endpoints (a QP or CQ already destroyed and set to NULL is
+ * skipped), the channel if any, and closes the device. */
 void t_pair_close(struct t_pair *p);
 
 /* Address handle towards `remote`: by LID, or global with its GID. */
@@ -241,6 +247,9 @@ struct ibv_wc t_wc_at(struct ibv_cq *cq, int timeout_ms, const char *file, int l
 void t_no_wc_at(struct ibv_cq *cq, int ms, const char *file, int line);
 /* Wait (up to timeout_ms) for ibv_query_qp to report `state`. */
 void t_wait_qp_state(struct ibv_qp *qp, enum ibv_qp_state state, int timeout_ms);
+
+/* Whether `fd` (a completion channel's, say) becomes readable within `ms`. */
+bool t_fd_ready(int fd, int ms);
 
 /* Async events: wait on context->async_fd for one event (false on timeout). */
 bool t_async_event(struct ibv_context *ctx, struct ibv_async_event *ev, int timeout_ms);
