@@ -286,6 +286,27 @@ void t_pair_close(struct t_pair *p)
 	memset(p, 0, sizeof(*p));
 }
 
+void t_srq_pair_open(struct t_srq_pair *s, uint32_t max_wr)
+{
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = max_wr, .max_sge = 1 } };
+
+	memset(s, 0, sizeof(*s));
+	s->ctx = t_open();
+	s->pd = CHECK_PTR(ibv_alloc_pd(s->ctx));
+	s->srq = CHECK_PTR(ibv_create_srq(s->pd, &si));
+	t_ep_pair_srq(s->ctx, s->pd, s->srq, &s->a, &s->b);
+}
+
+void t_srq_pair_close(struct t_srq_pair *s)
+{
+	t_ep_destroy(&s->a);
+	t_ep_destroy(&s->b);
+	CHECK_OK(ibv_destroy_srq(s->srq));
+	CHECK_OK(ibv_dealloc_pd(s->pd));
+	CHECK_OK(ibv_close_device(s->ctx));
+	memset(s, 0, sizeof(*s));
+}
+
 struct ibv_ah *t_ah(struct ibv_pd *pd, const struct t_info *r, bool global)
 {
 	struct ibv_ah_attr a;

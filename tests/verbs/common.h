@@ -180,6 +180,15 @@ struct t_pair {
 	struct ibv_comp_channel *ch;   /* b's CQ's (t_pair_open_ch), or NULL */
 };
 
+/* One SRQ in one process: a PD, an SRQ on it and an RC pair a -> b, b
+ * receiving through the SRQ (t_ep_pair_srq). */
+struct t_srq_pair {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_srq *srq;
+	struct t_ep a, b;
+};
+
 /* Watchdog: after `seconds`, print the test name and _exit(2). */
 void t_alarm(unsigned int seconds);
 /* Monotonic milliseconds. */
@@ -218,6 +227,11 @@ void t_pair_open_ch(struct t_pair *p, const struct t_opts *o, void *cq_context);
 /* Destroys both endpoints (a QP or CQ already destroyed and set to NULL is
  * skipped), the channel if any, and closes the device. */
 void t_pair_close(struct t_pair *p);
+
+/* Open the device, a PD, an SRQ of `max_wr` one-SGE receives and the pair. */
+void t_srq_pair_open(struct t_srq_pair *s, uint32_t max_wr);
+/* Destroys both endpoints, the SRQ and the PD; closes the device. */
+void t_srq_pair_close(struct t_srq_pair *s);
 
 /* Address handle towards `remote`: by LID, or global with its GID. */
 struct ibv_ah *t_ah(struct ibv_pd *pd, const struct t_info *remote, bool global);
