@@ -228,15 +228,22 @@ enum ibv_qp_state t_qp_state(struct ibv_qp *qp)
 	return a.qp_state;
 }
 
+/* Swap t_info between two created endpoints and connect them. */
+static void ep_pair_connect(const struct t_opts *oa, const struct t_opts *ob, struct t_ep *a,
+			    struct t_ep *b, struct t_info *ia, struct t_info *ib)
+{
+	t_ep_info(a, ia);
+	t_ep_info(b, ib);
+	t_ep_connect(a, oa, ib);
+	t_ep_connect(b, ob, ia);
+}
+
 void t_ep_pair(struct ibv_context *ctx, const struct t_opts *oa, const struct t_opts *ob,
 	       struct t_ep *a, struct t_ep *b, struct t_info *ia, struct t_info *ib)
 {
 	t_ep_create(a, ctx, oa);
 	t_ep_create(b, ctx, ob);
-	t_ep_info(a, ia);
-	t_ep_info(b, ib);
-	t_ep_connect(a, oa, ib);
-	t_ep_connect(b, ob, ia);
+	ep_pair_connect(oa, ob, a, b, ia, ib);
 }
 
 void t_pair_open2(struct t_pair *p, const struct t_opts *oa, const struct t_opts *ob)
@@ -274,6 +281,25 @@ void t_pair_open_ch(struct t_pair *p, const struct t_opts *o, void *cq_context)
 	ob.channel = p->ch;
 	ob.cq_context = cq_context;
 	t_ep_pair(p->ctx, o, &ob, &p->a, &p->b, &p->ia, &p->ib);
+}
+
+struct ibv_qp_ex *t_pair_open_qp_ex(struct t_pair *p, const struct t_opts *o,
+				    const struct ibv_qp_cap *cap, uint64_t send_ops_flags)
+{
+	memset(p, 0, sizeof(*p));
+	p->ctx = t_open();
+	t_ep_create(&p->a, p->ctx, o);
+	t_ep_create(&p->b, p->ctx, o);
+	CHECK_OK(ibv_destroy_qp(p->a.qp));
+	struct ibv_qp_init_attr_ex ix = {
+		.send_cq = p->a.cq, .recv_cq = p->a.cq, .qp_type = o->type, .cap = *cap,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = p->a.pd, .send_ops_flags = send_ops_flags,
+	};
+	p->a.qp = CHECK_PTR(ibv_create_qp_ex(p->ctx, &ix));
+	struct ibv_qp_ex *qx = CHECK_PTR(ibv_qp_to_qp_ex(p->a.qp));
+	ep_pair_connect(o, o, &p->a, &p->b, &p->ia, &p->ib);
+	return qx;
 }
 
 void t_pair_close(struct t_pair *p)
