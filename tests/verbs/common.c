@@ -283,6 +283,13 @@ void t_pair_open_ch(struct t_pair *p, const struct t_opts *o, void *cq_context)
 	t_ep_pair(p->ctx, o, &ob, &p->a, &p->b, &p->ia, &p->ib);
 }
 
+struct ibv_ah *t_pair_open_ud(struct t_pair *p, struct t_opts *o, bool global)
+{
+	t_opts_default(o, IBV_QPT_UD);
+	t_pair_open(p, o);
+	return t_ah(p->a.pd, &p->ib, global);
+}
+
 struct ibv_qp_ex *t_pair_open_qp_ex(struct t_pair *p, const struct t_opts *o,
 				    const struct ibv_qp_cap *cap, uint64_t send_ops_flags)
 {

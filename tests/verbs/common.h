@@ -224,6 +224,9 @@ void t_ep_pair_srq(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_srq *s
 /* t_pair_open, with b's CQ on a new completion channel p->ch of the pair's
  * context, and `cq_context` as that CQ's context. */
 void t_pair_open_ch(struct t_pair *p, const struct t_opts *o, void *cq_context);
+/* A UD pair with default options (filled into *o) and an address handle
+ * from a to b: by LID, or global with b's GID. */
+struct ibv_ah *t_pair_open_ud(struct t_pair *p, struct t_opts *o, bool global);
 /* t_pair_open, but a's QP is made with ibv_create_qp_ex (capabilities `cap`,
  * the extended post API's `send_ops_flags`); returns a's ibv_qp_ex. */
 struct ibv_qp_ex *t_pair_open_qp_ex(struct t_pair *p, const struct t_opts *o,
