@@ -6,33 +6,25 @@
 
 int main(void)
 {
-	struct ibv_context *ctx = t_open();
-	struct ibv_pd *pd = CHECK_PTR(ibv_alloc_pd(ctx));
-	struct ibv_srq_init_attr si = { .attr = { .max_wr = 8, .max_sge = 1 } };
-	struct ibv_srq *srq = CHECK_PTR(ibv_create_srq(pd, &si));
-	struct t_ep a, b;
+	struct t_srq_pair s;
 	struct ibv_async_event ev;
 
 	t_alarm(10);
-	t_ep_pair_srq(ctx, pd, srq, &a, &b);
+	t_srq_pair_open(&s, 8);
 	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
-	CHECK_OK(ibv_modify_qp(b.qp, &qa, IBV_QP_STATE));   /* raises LAST_WQE_REACHED */
+	CHECK_OK(ibv_modify_qp(s.b.qp, &qa, IBV_QP_STATE));   /* raises LAST_WQE_REACHED */
 	t_sleep_ms(100);
 
-	struct ibv_qp *gone = b.qp;
-	CHECK_OK(ibv_destroy_qp(b.qp));
-	b.qp = NULL;
-	while (t_async_event(ctx, &ev, 200)) {
+	struct ibv_qp *gone = s.b.qp;
+	CHECK_OK(ibv_destroy_qp(s.b.qp));
+	s.b.qp = NULL;
+	while (t_async_event(s.ctx, &ev, 200)) {
 		if (ev.element.qp == gone)
 			T_FAIL("event %s delivered for a destroyed QP",
 			       ibv_event_type_str(ev.event_type));
 		ibv_ack_async_event(&ev);
 	}
 
-	t_ep_destroy(&a);
-	t_ep_destroy(&b);
-	CHECK_OK(ibv_destroy_srq(srq));
-	CHECK_OK(ibv_dealloc_pd(pd));
-	CHECK_OK(ibv_close_device(ctx));
+	t_srq_pair_close(&s);
 	return 0;
 }

@@ -228,15 +228,22 @@ enum ibv_qp_state t_qp_state(struct ibv_qp *qp)
 	return a.qp_state;
 }
 
+/* Swap t_info between two created endpoints and connect them. */
+static void ep_pair_connect(const struct t_opts *oa, const struct t_opts *ob, struct t_ep *a,
+			    struct t_ep *b, struct t_info *ia, struct t_info *ib)
+{
+	t_ep_info(a, ia);
+	t_ep_info(b, ib);
+	t_ep_connect(a, oa, ib);
+	t_ep_connect(b, ob, ia);
+}
+
 void t_ep_pair(struct ibv_context *ctx, const struct t_opts *oa, const struct t_opts *ob,
 	       struct t_ep *a, struct t_ep *b, struct t_info *ia, struct t_info *ib)
 {
 	t_ep_create(a, ctx, oa);
 	t_ep_create(b, ctx, ob);
-	t_ep_info(a, ia);
-	t_ep_info(b, ib);
-	t_ep_connect(a, oa, ib);
-	t_ep_connect(b, ob, ia);
+	ep_pair_connect(oa, ob, a, b, ia, ib);
 }
 
 void t_pair_open2(struct t_pair *p, const struct t_opts *oa, const struct t_opts *ob)
@@ -264,12 +271,73 @@ void t_pair_open(struct t_pair *p, const struct t_opts *o)
 	t_pair_open2(p, o, o);
 }
 
+void t_pair_open_ch(struct t_pair *p, const struct t_opts *o, void *cq_context)
+{
+	struct t_opts ob = *o;
+
+	memset(p, 0, sizeof(*p));
+	p->ctx = t_open();
+	p->ch = CHECK_PTR(ibv_create_comp_channel(p->ctx));
+	ob.channel = p->ch;
+	ob.cq_context = cq_context;
+	t_ep_pair(p->ctx, o, &ob, &p->a, &p->b, &p->ia, &p->ib);
+}
+
+struct ibv_ah *t_pair_open_ud(struct t_pair *p, struct t_opts *o, bool global)
+{
+	t_opts_default(o, IBV_QPT_UD);
+	t_pair_open(p, o);
+	return t_ah(p->a.pd, &p->ib, global);
+}
+
+struct ibv_qp_ex *t_pair_open_qp_ex(struct t_pair *p, const struct t_opts *o,
+				    const struct ibv_qp_cap *cap, uint64_t send_ops_flags)
+{
+	memset(p, 0, sizeof(*p));
+	p->ctx = t_open();
+	t_ep_create(&p->a, p->ctx, o);
+	t_ep_create(&p->b, p->ctx, o);
+	CHECK_OK(ibv_destroy_qp(p->a.qp));
+	struct ibv_qp_init_attr_ex ix = {
+		.send_cq = p->a.cq, .recv_cq = p->a.cq, .qp_type = o->type, .cap = *cap,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = p->a.pd, .send_ops_flags = send_ops_flags,
+	};
+	p->a.qp = CHECK_PTR(ibv_create_qp_ex(p->ctx, &ix));
+	struct ibv_qp_ex *qx = CHECK_PTR(ibv_qp_to_qp_ex(p->a.qp));
+	ep_pair_connect(o, o, &p->a, &p->b, &p->ia, &p->ib);
+	return qx;
+}
+
 void t_pair_close(struct t_pair *p)
 {
 	t_ep_destroy(&p->a);
 	t_ep_destroy(&p->b);
+	if (p->ch)
+		CHECK_OK(ibv_destroy_comp_channel(p->ch));
 	CHECK_OK(ibv_close_device(p->ctx));
 	memset(p, 0, sizeof(*p));
+}
+
+void t_srq_pair_open(struct t_srq_pair *s, uint32_t max_wr)
+{
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = max_wr, .max_sge = 1 } };
+
+	memset(s, 0, sizeof(*s));
+	s->ctx = t_open();
+	s->pd = CHECK_PTR(ibv_alloc_pd(s->ctx));
+	s->srq = CHECK_PTR(ibv_create_srq(s->pd, &si));
+	t_ep_pair_srq(s->ctx, s->pd, s->srq, &s->a, &s->b);
+}
+
+void t_srq_pair_close(struct t_srq_pair *s)
+{
+	t_ep_destroy(&s->a);
+	t_ep_destroy(&s->b);
+	CHECK_OK(ibv_destroy_srq(s->srq));
+	CHECK_OK(ibv_dealloc_pd(s->pd));
+	CHECK_OK(ibv_close_device(s->ctx));
+	memset(s, 0, sizeof(*s));
 }
 
 struct ibv_ah *t_ah(struct ibv_pd *pd, const struct t_info *r, bool global)
@@ -417,6 +485,15 @@ void t_wait_qp_state(struct ibv_qp *qp, enum ibv_qp_state state, int timeout_ms)
 			       state, timeout_ms);
 		usleep(1000);
 	}
+}
+
+bool t_fd_ready(int fd, int ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int r = poll(&pfd, 1, ms);
+
+	CHECK(r >= 0);
+	return r > 0 && (pfd.revents & POLLIN);
 }
 
 bool t_async_event(struct ibv_context *ctx, struct ibv_async_event *ev, int timeout_ms)

@@ -177,6 +177,16 @@ struct t_pair {
 	struct ibv_context *ctx;
 	struct t_ep a, b;
 	struct t_info ia, ib;
+	struct ibv_comp_channel *ch;   /* b's CQ's (t_pair_open_ch), or NULL */
+};
+
+/* One SRQ in one process: a PD, an SRQ on it and an RC pair a -> b, b
+ * receiving through the SRQ (t_ep_pair_srq). */
+struct t_srq_pair {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_srq *srq;
+	struct t_ep a, b;
 };
 
 /* Watchdog: after `seconds`, print the test name and _exit(2). */
@@ -211,7 +221,24 @@ void t_ep_pair(struct ibv_context *ctx, const struct t_opts *oa, const struct t_
 /* The same for RC, default options, b receiving through `srq` (of `pd`). */
 void t_ep_pair_srq(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_srq *srq,
 		   struct t_ep *a, struct t_ep *b);
+/* t_pair_open, with b's CQ on a new completion channel p->ch of the pair's
+ * context, and `cq_context` as that CQ's context. */
+void t_pair_open_ch(struct t_pair *p, const struct t_opts *o, void *cq_context);
+/* A UD pair with default options (filled into *o) and an address handle
+ * from a to b: by LID, or global with b's GID. */
+struct ibv_ah *t_pair_open_ud(struct t_pair *p, struct t_opts *o, bool global);
+/* t_pair_open, but a's QP is made with ibv_create_qp_ex (capabilities `cap`,
+ * the extended post API's `send_ops_flags`); returns a's ibv_qp_ex. */
+struct ibv_qp_ex *t_pair_open_qp_ex(struct t_pair *p, const struct t_opts *o,
+				    const struct ibv_qp_cap *cap, uint64_t send_ops_flags);
+/* Destroys both endpoints (a QP or CQ already destroyed and set to NULL is
+ * skipped), the channel if any, and closes the device. */
 void t_pair_close(struct t_pair *p);
+
+/* Open the device, a PD, an SRQ of `max_wr` one-SGE receives and the pair. */
+void t_srq_pair_open(struct t_srq_pair *s, uint32_t max_wr);
+/* Destroys both endpoints, the SRQ and the PD; closes the device. */
+void t_srq_pair_close(struct t_srq_pair *s);
 
 /* Address handle towards `remote`: by LID, or global with its GID. */
 struct ibv_ah *t_ah(struct ibv_pd *pd, const struct t_info *remote, bool global);
@@ -241,6 +268,9 @@ struct ibv_wc t_wc_at(struct ibv_cq *cq, int timeout_ms, const char *file, int l
 void t_no_wc_at(struct ibv_cq *cq, int ms, const char *file, int line);
 /* Wait (up to timeout_ms) for ibv_query_qp to report `state`. */
 void t_wait_qp_state(struct ibv_qp *qp, enum ibv_qp_state state, int timeout_ms);
+
+/* Whether `fd` (a completion channel's, say) becomes readable within `ms`. */
+bool t_fd_ready(int fd, int ms);
 
 /* Async events: wait on context->async_fd for one event (false on timeout). */
 bool t_async_event(struct ibv_context *ctx, struct ibv_async_event *ev, int timeout_ms);

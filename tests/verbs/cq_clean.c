@@ -58,28 +58,18 @@ static void destroy_takes_completions(const struct t_opts *o)
 
 static void srq_receives_stay(void)
 {
-	struct ibv_context *ctx = t_open();
-	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
-	struct t_ep a, b;
+	struct t_srq_pair s;
 
-	CHECK(pd != NULL);
-	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
-	CHECK(srq != NULL);
-	t_ep_pair_srq(ctx, pd, srq, &a, &b);
-	deliver(&a, &b, srq, 1);
-	CHECK_OK(ibv_destroy_qp(b.qp));
-	b.qp = NULL;
-	struct ibv_wc wc = t_wc(b.cq, 1000);
+	t_srq_pair_open(&s, 16);
+	deliver(&s.a, &s.b, s.srq, 1);
+	CHECK_OK(ibv_destroy_qp(s.b.qp));
+	s.b.qp = NULL;
+	struct ibv_wc wc = t_wc(s.b.cq, 1000);
 	CHECK_STATUS(wc, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.wr_id, 100);
 	CHECK_EQ(wc.opcode, IBV_WC_RECV);
-	t_no_wc(b.cq, 50);
-	t_ep_destroy(&a);
-	t_ep_destroy(&b);
-	CHECK_OK(ibv_destroy_srq(srq));
-	CHECK_OK(ibv_dealloc_pd(pd));
-	CHECK_OK(ibv_close_device(ctx));
+	t_no_wc(s.b.cq, 50);
+	t_srq_pair_close(&s);
 }
 
 int main(void)

@@ -16,48 +16,36 @@ static void *ack_later(void *arg)
 
 int main(void)
 {
-	struct ibv_context *ctx = t_open();
-	struct ibv_comp_channel *ch = CHECK_PTR(ibv_create_comp_channel(ctx));
-	struct t_opts oa, ob;
-	struct t_ep a, b;
-	struct t_info ia, ib;
+	struct t_opts o;
+	struct t_pair p;
 	void *cq_ctx;
 	pthread_t th;
 
 	t_alarm(30);
-	t_opts_default(&oa, IBV_QPT_RC);
-	ob = oa;
-	ob.channel = ch;
-	t_ep_create(&a, ctx, &oa);
-	t_ep_create(&b, ctx, &ob);
-	t_ep_info(&a, &ia);
-	t_ep_info(&b, &ib);
-	t_ep_connect(&a, &oa, &ib);
-	t_ep_connect(&b, &ob, &ia);
+	t_opts_default(&o, IBV_QPT_RC);
+	t_pair_open_ch(&p, &o, NULL);
+	struct ibv_comp_channel *ch = p.ch;
 
-	CHECK_OK(ibv_req_notify_cq(b.cq, 0));
-	CHECK_OK(t_post_recv(b.qp, 1, b.buf, 64, b.mr->lkey));
-	CHECK_OK(t_post_send(a.qp, IBV_WR_SEND, 1, a.buf, 8, a.mr->lkey, IBV_SEND_SIGNALED));
+	CHECK_OK(ibv_req_notify_cq(p.b.cq, 0));
+	CHECK_OK(t_post_recv(p.b.qp, 1, p.b.buf, 64, p.b.mr->lkey));
+	CHECK_OK(t_post_send(p.a.qp, IBV_WR_SEND, 1, p.a.buf, 8, p.a.mr->lkey, IBV_SEND_SIGNALED));
 	CHECK_OK(ibv_get_cq_event(ch, &ev_cq, &cq_ctx));     /* blocking */
-	CHECK(ev_cq == b.cq);
-	CHECK_STATUS(t_wc(b.cq, 2000), IBV_WC_SUCCESS);
-	CHECK_STATUS(t_wc(a.cq, 2000), IBV_WC_SUCCESS);
+	CHECK(ev_cq == p.b.cq);
+	CHECK_STATUS(t_wc(p.b.cq, 2000), IBV_WC_SUCCESS);
+	CHECK_STATUS(t_wc(p.a.cq, 2000), IBV_WC_SUCCESS);
 
-	CHECK_OK(ibv_destroy_qp(b.qp));
-	b.qp = NULL;
+	CHECK_OK(ibv_destroy_qp(p.b.qp));
+	p.b.qp = NULL;
 	uint64_t t0 = t_now_ms();
 	CHECK_OK(pthread_create(&th, NULL, ack_later, NULL));
-	CHECK_OK(ibv_destroy_cq(b.cq));
+	CHECK_OK(ibv_destroy_cq(p.b.cq));
 	uint64_t waited = t_now_ms() - t0;
-	b.cq = NULL;
+	p.b.cq = NULL;
 	CHECK_OK(pthread_join(th, NULL));
 	if (waited < 250)
 		T_FAIL("ibv_destroy_cq returned after %llu ms, before the event was acked",
 		       (unsigned long long)waited);
 
-	t_ep_destroy(&a);
-	t_ep_destroy(&b);
-	CHECK_OK(ibv_destroy_comp_channel(ch));
-	CHECK_OK(ibv_close_device(ctx));
+	t_pair_close(&p);
 	return 0;
 }

@@ -27,42 +27,30 @@ static void send_one(struct t_ep *a, struct t_ep *b, struct ibv_ah *ah, uint32_t
 
 int main(void)
 {
-	struct ibv_context *ctx = t_open();
 	struct t_opts o;
-	struct t_ep a, b;
-	struct t_info ia, ib;
+	struct t_pair p;
 	struct ibv_wc wc;
 
 	t_alarm(30);
-	t_opts_default(&o, IBV_QPT_UD);
-	t_ep_create(&a, ctx, &o);
-	t_ep_create(&b, ctx, &o);
-	t_ep_connect(&a, &o, NULL);
-	t_ep_connect(&b, &o, NULL);
-	t_ep_info(&a, &ia);
-	t_ep_info(&b, &ib);
+	struct ibv_ah *by_lid = t_pair_open_ud(&p, &o, false);
+	struct ibv_ah *by_gid = t_ah(p.a.pd, &p.ib, true);
 
-	struct ibv_ah *by_lid = t_ah(a.pd, &ib, false);
-	struct ibv_ah *by_gid = t_ah(a.pd, &ib, true);
-
-	send_one(&a, &b, by_lid, o.qkey, 100, 1, &wc);
+	send_one(&p.a, &p.b, by_lid, o.qkey, 100, 1, &wc);
 	CHECK_EQ(wc.wc_flags & IBV_WC_GRH, 0);
-	CHECK_EQ(wc.slid, ia.lid);
+	CHECK_EQ(wc.slid, p.ia.lid);
 
-	send_one(&a, &b, by_gid, o.qkey, 4096, 2, &wc);     /* a full MTU */
+	send_one(&p.a, &p.b, by_gid, o.qkey, 4096, 2, &wc);     /* a full MTU */
 	CHECK(wc.wc_flags & IBV_WC_GRH);
-	struct ibv_grh *grh = (struct ibv_grh *)b.buf;
-	CHECK(memcmp(&grh->sgid, &ia.gid, 16) == 0);
-	CHECK(memcmp(&grh->dgid, &ib.gid, 16) == 0);
+	struct ibv_grh *grh = (struct ibv_grh *)p.b.buf;
+	CHECK(memcmp(&grh->sgid, &p.ia.gid, 16) == 0);
+	CHECK(memcmp(&grh->dgid, &p.ib.gid, 16) == 0);
 	/* ... which is enough to answer the sender (ibv_create_ah_from_wc). */
-	struct ibv_ah *back = CHECK_PTR(ibv_create_ah_from_wc(b.pd, &wc, grh, 1));
-	send_one(&b, &a, back, o.qkey, 10, 3, &wc);
+	struct ibv_ah *back = CHECK_PTR(ibv_create_ah_from_wc(p.b.pd, &wc, grh, 1));
+	send_one(&p.b, &p.a, back, o.qkey, 10, 3, &wc);
 
 	CHECK_OK(ibv_destroy_ah(back));
 	CHECK_OK(ibv_destroy_ah(by_lid));
 	CHECK_OK(ibv_destroy_ah(by_gid));
-	t_ep_destroy(&a);
-	t_ep_destroy(&b);
-	CHECK_OK(ibv_close_device(ctx));
+	t_pair_close(&p);
 	return 0;
 }
