@@ -159,6 +159,13 @@ void sv_conn_spin_off(struct sv_conn *c, bool off)
 	pthread_mutex_unlock(&c->watch_lock);
 }
 
+void sv_conn_drop_rx_fds(struct sv_conn *c)
+{
+	for (int i = 0; i < c->n_rx_fds; i++)
+		close(c->rx_fds[i]);
+	c->n_rx_fds = 0;
+}
+
 void sv_conn_close(struct sv_conn *c)
 {
 	struct sv_node *node;
@@ -176,11 +183,10 @@ void sv_conn_close(struct sv_conn *c)
 	close(c->h.fd);
 	c->h.fd = -1;
 	pthread_mutex_unlock(&c->watch_lock);
-	for (int i = 0; i < c->n_rx_fds; i++)
-		close(c->rx_fds[i]);
+	sv_conn_drop_rx_fds(c);
 	for (int i = 0; i < c->n_tx_fds; i++)
 		close(c->tx_fds[i]);
-	c->n_rx_fds = c->n_tx_fds = 0;
+	c->n_tx_fds = 0;
 	pthread_mutex_lock(&node->lock);
 	sv_list_del(&c->shm_link);
 	sv_list_del(&c->pending_link);

@@ -158,8 +158,8 @@ struct sv_conn {
 				      * peer did) (engine/req.c) */
 
 	/* same-host fast path (transport/shm): frames move through rings, the
-	 * socket only carries doorbell bytes and reports the peer's death */
-	bool shm_on;
+	 * socket only carries doorbell bytes and reports the peer's death;
+	 * on from the switch (SV_CAP_MAPPED, ops sv_ring_ops) */
 	struct sv_shm_chan shm;
 	struct sv_list shm_link;     /* node's list of ring channels */
 	const struct sv_seg *peer_seg;   /* the peer's published MR table (read-only) */
@@ -245,6 +245,8 @@ void sv_conn_free_unstarted(struct sv_conn *c);
 /* Close now, free later: an event for it may still sit in the progress
  * thread's current batch, so the memory lives until the batch ends. */
 void sv_conn_close(struct sv_conn *c);
+/* Close the descriptors the last read brought (handshake: once used). */
+void sv_conn_drop_rx_fds(struct sv_conn *c);
 void sv_conn_reap(struct sv_node *node);     /* progress thread: free closed conns */
 void sv_conn_want_out(struct sv_conn *c, bool on);
 void sv_conn_pause(struct sv_conn *c, bool paused);
@@ -328,7 +330,6 @@ bool sv_conn_same_user(struct sv_conn *c);
 uint64_t sv_conn_rings_offer(struct sv_conn *c);
 uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello);
 bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bool pull_wanted);
-void sv_conn_drop_rx_fds(struct sv_conn *c);
 /* The peer's QP left the connected states: it marked the rings. */
 bool sv_conn_peer_left(const struct sv_conn *c);
 /* "shared memory", "unix socket" or "tcp", for logs. */
@@ -361,6 +362,9 @@ void sv_conn_on_accept_unix(struct sv_handler *h, uint32_t events);
 /* udp/dgram.c: every datagram queued on a port group's UDP socket, read
  * into buf (SV_UDP_BUF), checked and handed up; the handler does the same. */
 void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf);
+/* Is the datagram buf[0..r) one well-formed SEND frame?  *hdr: its header,
+ * decoded.  (Its source is the caller's to check.) */
+bool sv_dgram_frame_ok(const uint8_t *buf, ssize_t r, struct sv_wire_hdr *hdr);
 void sv_dgram_on_ready(struct sv_handler *h, uint32_t events);
 
 /* udp/dgram.c: datagrams leave from the port group of src_qpn. */

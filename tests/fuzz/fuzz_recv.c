@@ -675,7 +675,7 @@ static size_t unread_by_library(struct sv_conn *c, struct fz_peer *p)
 {
 	int outq = 0;
 
-	if (c->shm_on && p->have_ring)
+	if ((c->caps & SV_CAP_MAPPED) && p->have_ring)
 		return (size_t)(__atomic_load_n(&p->ring.tx->tail, __ATOMIC_ACQUIRE) -
 				__atomic_load_n(&p->ring.tx->head, __ATOMIC_ACQUIRE));
 	if (ioctl(p->sp[1], SIOCOUTQ, &outq))
@@ -686,7 +686,7 @@ static size_t unread_by_library(struct sv_conn *c, struct fz_peer *p)
 /* Write the next chunk where the library reads it now. */
 static size_t feed(struct sv_conn *c, struct fz_peer *p, const uint8_t *buf, size_t n)
 {
-	if (c->shm_on && p->have_ring) {
+	if ((c->caps & SV_CAP_MAPPED) && p->have_ring) {
 		struct iovec iov = { .iov_base = (void *)buf, .iov_len = n };
 
 		return sv_ring_write(p->ring.tx, p->ring.size, &iov, 1, &p->ring.tx_head_seen);
@@ -703,7 +703,7 @@ static void drain_peer(struct sv_conn *c, struct fz_peer *p)
 	struct iovec iov = { .iov_base = sink, .iov_len = sizeof(sink) };
 
 	drain_responses(p->sp[1]);           /* frames, or doorbell bytes */
-	if (c->shm_on && p->have_ring)
+	if ((c->caps & SV_CAP_MAPPED) && p->have_ring)
 		while (sv_ring_read(p->ring.rx, p->ring.size, &iov, 1, &p->ring.rx_rd))
 			;
 }

@@ -20,18 +20,6 @@ bool sv_conn_same_user(struct sv_conn *c)
 	return c->peer_uid == getuid();
 }
 
-static void close_rx_fds(struct sv_conn *c)
-{
-	for (int i = 0; i < c->n_rx_fds; i++)
-		close(c->rx_fds[i]);
-	c->n_rx_fds = 0;
-}
-
-void sv_conn_drop_rx_fds(struct sv_conn *c)
-{
-	close_rx_fds(c);
-}
-
 uint64_t sv_conn_rings_offer(struct sv_conn *c)
 {
 	int fd;
@@ -66,7 +54,7 @@ uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello)
 {
 	bool ok = rings_acceptable(c, hello);
 
-	close_rx_fds(c);
+	sv_conn_drop_rx_fds(c);
 	if (!ok)
 		return 0;
 	/* Can we read the requester?  Then it may send large SENDs as
@@ -91,14 +79,16 @@ bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bo
 			sv_conn_shm_start(c);
 		}
 	}
-	close_rx_fds(c);
-	if (!c->shm_on)
+	sv_conn_drop_rx_fds(c);
+	if (!(c->caps & SV_CAP_MAPPED)) {
 		sv_shm_chan_destroy(&c->shm);   /* refused: the socket carries frames */
-	return c->shm_on;
+		return false;
+	}
+	return true;
 }
 
 bool sv_conn_peer_left(const struct sv_conn *c)
 {
-	return c->shm_on && (__atomic_load_n(&c->shm.rx->closed, __ATOMIC_SEQ_CST) ||
+	return (c->caps & SV_CAP_MAPPED) && (__atomic_load_n(&c->shm.rx->closed, __ATOMIC_SEQ_CST) ||
 			     __atomic_load_n(&c->shm.tx->closed, __ATOMIC_SEQ_CST));
 }

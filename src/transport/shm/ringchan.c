@@ -179,7 +179,6 @@ void sv_conn_shm_start(struct sv_conn *c)
 {
 	struct sv_node *node = c->node;
 
-	c->shm_on = true;
 	c->ops = &sv_ring_ops;
 	__atomic_store_n(&c->caps, sv_ring_ops.caps, __ATOMIC_RELAXED);  /* pollers read it */
 	c->rb_start = c->rb_end = 0;     /* only doorbell bytes can follow the HELLO */
