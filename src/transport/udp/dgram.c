@@ -54,6 +54,15 @@ bool sv_dgram_source_ok(const struct sv_node *node, const struct sockaddr_in *fr
 	return !is_loopback(from->sin_addr) || from->sin_addr.s_addr == node->addr.s_addr;
 }
 
+bool sv_dgram_frame_ok(const uint8_t *buf, ssize_t r, struct sv_wire_hdr *hdr)
+{
+	if (r < (ssize_t)sizeof(*hdr) || (size_t)r > SV_UDP_BUF)
+		return false;                       /* runt or oversized */
+	memcpy(hdr, buf, sizeof(*hdr));
+	return sv_wire_decode(hdr) && hdr->len == (size_t)r - sizeof(*hdr) &&
+	       (hdr->opcode == SV_OP_SEND || hdr->opcode == SV_OP_SEND_IMM);
+}
+
 void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf)
 {
 	for (;;) {
@@ -65,12 +74,7 @@ void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf)
 
 		if (r < 0)
 			return;
-		if ((size_t)r < sizeof(hdr) || (size_t)r > SV_UDP_BUF)
-			continue;                   /* runt or oversized: drop */
-		memcpy(&hdr, buf, sizeof(hdr));
-		if (!sv_wire_decode(&hdr) || hdr.len != (size_t)r - sizeof(hdr) ||
-		    (hdr.opcode != SV_OP_SEND && hdr.opcode != SV_OP_SEND_IMM) ||
-		    !sv_dgram_source_ok(node, &from, &hdr))
+		if (!sv_dgram_frame_ok(buf, r, &hdr) || !sv_dgram_source_ok(node, &from, &hdr))
 			continue;                   /* malformed, or a forged source: drop */
 		node->up->dgram(node, &from, &hdr, buf + sizeof(hdr));
 	}

@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -36,11 +35,7 @@ static void on_member(struct sv_handler *h, uint32_t events)
 
 		if (r < 0)
 			return;
-		if ((size_t)r < sizeof(hdr) || (size_t)r > sizeof(buf))
-			continue;
-		memcpy(&hdr, buf, sizeof(hdr));
-		if (!sv_wire_decode(&hdr) || hdr.len != (size_t)r - sizeof(hdr) ||
-		    (hdr.opcode != SV_OP_SEND && hdr.opcode != SV_OP_SEND_IMM) ||
+		if (!sv_dgram_frame_ok(buf, r, &hdr) ||
 		    !sv_mcast_source_ok((struct sockaddr *)&from, fl, &hdr, m->node->addr))
 			continue;                   /* malformed, or a forged source: drop */
 		m->node->up->mcast_dgram(m->owner, &hdr, buf + sizeof(hdr), m->node->addr);
