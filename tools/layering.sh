@@ -23,7 +23,7 @@ cm        -> cm, util/list.h, util/time.h, util/tsan.h
 engine    -> engine, transport/transport.h, verbs/sv.h, wire, util
 transport -> transport, wire, util
 util      -> util
-verbs     -> verbs, engine/engine.h, wire, util
+verbs     -> verbs, engine/api.h, wire, util
 wire      -> wire, util
 '
 

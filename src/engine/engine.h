@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "engine/api.h"
 #include "transport/transport.h"
 #include "util/log.h"
 #include "util/names.h"
@@ -27,10 +28,6 @@ extern const struct sv_upcalls sv_engine_upcalls;
 /* progress-thread entry points, reached through sv_engine_upcalls */
 void sv_engine_on_conn(struct sv_conn *c, uint32_t events);
 void sv_engine_on_timer(void *qp, uint64_t now);
-/* comp.c: a QP's deadlines.  After changing one (QP lock held), give the
- * node the earliest; stop clears those a reset or destroy ends. */
-void sv_qp_timer_update(struct sv_qp *qp);
-void sv_qp_timers_stop(struct sv_qp *qp);
 void sv_engine_on_dgram(struct sv_node *node, const struct sockaddr_in *from,
 			const struct sv_wire_hdr *h, const uint8_t *payload);
 void sv_engine_on_mcast(void *qp, const struct sv_wire_hdr *h, const uint8_t *payload,
@@ -39,52 +36,13 @@ void sv_engine_on_mcast(void *qp, const struct sv_wire_hdr *h, const uint8_t *pa
  * after it was accepted (told once; node->lock not held): it must go. */
 void sv_engine_pending_expired(struct sv_conn *c);
 
-/* An application thread releases a QP's lock.  The progress thread does
- * not wait for that lock: it leaves the channel's events to the holder
- * (recv.c), who serves them here. */
-void sv_engine_serve_deferred(struct sv_qp *qp);
-static inline void sv_qp_unlock(struct sv_qp *qp)
-{
-	pthread_mutex_unlock(&qp->lock);
-	/* after the unlock's locked instruction: either recv.c's
-	 * lock_or_defer finds the lock free, or we see its flag */
-	if (__atomic_load_n(&qp->deferred, __ATOMIC_SEQ_CST))
-		sv_engine_serve_deferred(qp);
-}
 
-/* Application-driven progress: poll_cq on an empty CQ processes whatever
- * its channels have ready, so a polling application never waits for the
- * progress thread to be scheduled. */
-void sv_engine_drive(struct sv_node *node, struct sv_cq *cq);
-/* An application thread posts to a QP completing to `cq` (see drive.c). */
-void sv_engine_posting(struct sv_cq *cq);
-/* An application thread is about to sleep (ibv_req_notify_cq): writers ring doorbells. */
-void sv_engine_stop_polling(struct sv_cq *cq);
 bool sv_engine_poller_active(struct sv_conn *c, uint64_t now);
-/* Every poll of `cq` by an application thread (cheap): `work` is 1 for
- * the poll itself, then the number of completions it returned. */
-void sv_engine_polling(struct sv_cq *cq, uint32_t work);
 void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq);
 void sv_engine_drive_forget(struct sv_conn *c);
 void sv_engine_drive_register_also(struct sv_conn *c, struct sv_cq *cq);
 void sv_engine_drive_register_dgram(struct sv_qp *qp);
-/* A poll found the CQ empty / returned completions or armed it. */
-void sv_engine_spin_start(struct sv_node *node, struct sv_cq *cq);
-void sv_engine_spin_end(struct sv_node *node, struct sv_cq *cq);
-/* A poll found completions: the spin goes on while its channels are taken. */
-void sv_engine_spin_found(struct sv_node *node, struct sv_cq *cq);
 void sv_engine_spin_reap(struct sv_node *node, struct sv_cq *cq, uint64_t now);
-void sv_engine_wait_drivers(struct sv_node *node);
-/* An application thread about to run the engine (post, modify): channels it
- * may close stay allocated until it leaves. */
-void sv_engine_enter(struct sv_node *node);
-void sv_engine_leave(struct sv_node *node);
-
-/* verbs entry points; caller holds qp->lock */
-void sv_req_kick(struct sv_qp *qp);              /* transmit what can go */
-void sv_req_start_link(struct sv_qp *qp);        /* at RTR: connect to the peer */
-void sv_engine_qp_ready(struct sv_qp *qp);       /* state changed: resume channels */
-void sv_engine_qp_teardown(struct sv_qp *qp);    /* close channels */
 
 /* req.c */
 bool sv_req_fill(struct sv_qp *qp, struct sv_txframe *f);   /* next request frame */
@@ -107,7 +65,6 @@ static inline bool sv_psn_le(uint32_t a, uint32_t b)
 /* resp.c: the responder; called by recv.c */
 void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c);  /* header in c->rx_hdr */
 void sv_resp_end(struct sv_qp *qp, struct sv_conn *c);    /* payload placed */
-void sv_resp_rnr_resume(struct sv_qp *qp);                 /* a receive was posted */
 void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now);
 void sv_resp_batch_end(struct sv_qp *qp, struct sv_conn *c);  /* flush, then complete */
 /* A datagram whose source (h->src_qpn, from host `src`) the transport has
@@ -121,11 +78,6 @@ void sv_comp_end(struct sv_qp *qp, struct sv_conn *c);
 void sv_comp_ack_word(struct sv_qp *qp, struct sv_conn *c);
 /* A request of the peer carried an ACK of ours (SV_WF_ACK). */
 void sv_comp_ack_carried(struct sv_qp *qp, uint32_t psn);
-/* Pollers: release the ACKs the CQ's channels hold (the application waits). */
-void sv_engine_release_acks(struct sv_node *node, struct sv_cq *cq);
-/* Slower verbs: release every ACK held (the ping-pong is over). */
-void sv_engine_release_all_acks(struct sv_node *node);
-void sv_comp_reap(struct sv_qp *qp);              /* in-order send completions */
 void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *wqe, enum ibv_wc_status st);
 void sv_comp_link_lost(struct sv_qp *qp);
 

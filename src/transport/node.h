@@ -28,6 +28,7 @@
 
 #include "util/list.h"
 #include "util/time.h"
+#include "wire/addr.h"
 
 #define SV_QP_PER_GROUP 256
 
@@ -104,14 +105,7 @@ struct sv_node {
 	uint8_t *udp_buf;            /* progress thread's datagram buffer */
 };
 
-/* The device's identity, computed once per process. */
-struct sv_addr_plan {
-	struct in_addr addr;
-	uint16_t lid;
-	union ibv_gid gid;
-	uint64_t guid;               /* network order */
-};
-const struct sv_addr_plan *sv_addr_plan(void);
+const struct sv_addr_plan *sv_addr_plan(void);       /* wire/addr.h */
 
 /* The process's node, started on first use with the engine's upcalls. */
 struct sv_node *sv_node_get(const struct sv_upcalls *up);

@@ -3,23 +3,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/node.h"
+#include "engine/api.h"
 #include "verbs/sv.h"
 
 int sv_ah_resolve(struct ibv_context *ctx, const struct ibv_ah_attr *attr,
 		  struct sockaddr_in *dst)
 {
-	struct sv_node *node = to_sctx(ctx)->node;
-
 	if (attr->port_num != 1)
 		return EINVAL;
-	if (attr->is_global && sv_gid_is_mcast(&attr->grh.dgid)) {
-		memset(dst, 0, sizeof(*dst));       /* members are found at send time */
-		return 0;
-	}
-	if (attr->is_global)
-		return sv_node_resolve_gid(node, &attr->grh.dgid, dst) ? 0 : EINVAL;
-	return sv_node_resolve_lid(node, attr->dlid, dst) ? 0 : EINVAL;
+	return sv_engine_ah_resolve(to_sctx(ctx)->node, attr, dst);
 }
 
 struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)

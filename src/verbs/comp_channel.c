@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "engine/api.h"
 #include "verbs/sv.h"
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)

@@ -7,8 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
-#include "transport/node.h"
+#include "engine/api.h"
 #include "util/time.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
@@ -26,7 +25,7 @@ static const struct ibv_context_ops sv_ctx_ops = {
 
 static void fill_device_attr(struct ibv_device_attr *a)
 {
-	const struct sv_addr_plan *p = sv_addr_plan();
+	const struct sv_addr_plan *p = sv_engine_addr_plan();
 
 	memset(a, 0, sizeof(*a));
 	strcpy(a->fw_ver, "1.0.0");
@@ -100,7 +99,7 @@ static int sv_query_device_ex(struct ibv_context *context,
 
 static void fill_port_attr(struct ibv_port_attr *a)
 {
-	const struct sv_addr_plan *p = sv_addr_plan();
+	const struct sv_addr_plan *p = sv_engine_addr_plan();
 
 	memset(a, 0, sizeof(*a));
 	a->state = IBV_PORT_ACTIVE;
@@ -150,7 +149,7 @@ int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, unio
 		errno = EINVAL;
 		return -1;
 	}
-	*gid = sv_addr_plan()->gid;
+	*gid = sv_engine_addr_plan()->gid;
 	return 0;
 }
 
@@ -164,7 +163,7 @@ int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t g
 	if (gid_index != 0)
 		return ENODATA;
 	memset(entry, 0, sizeof(*entry));
-	entry->gid = sv_addr_plan()->gid;
+	entry->gid = sv_engine_addr_plan()->gid;
 	entry->gid_index = 0;
 	entry->port_num = 1;
 	entry->gid_type = IBV_GID_TYPE_IB;
@@ -267,13 +266,13 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	c = &ctx->vctx.context;
-	ctx->node = sv_node_get(&sv_engine_upcalls);
+	ctx->node = sv_engine_open();
 	c->cmd_fd = -1;
 	if (sv_evfd_init(&ctx->async_ev) || !ctx->node || (c->cmd_fd = open_cmd_fd()) < 0) {
 		int e = ctx->node ? errno : ENOMEM;
 
 		if (ctx->node)
-			sv_node_put(ctx->node);
+			sv_engine_close(ctx->node);
 		if (ctx->async_ev.fd >= 0)
 			close(ctx->async_ev.fd);
 		free(ctx);
@@ -303,7 +302,7 @@ int ibv_close_device(struct ibv_context *context)
 	}
 	close(ctx->async_ev.fd);
 	close(context->cmd_fd);
-	sv_node_put(ctx->node);
+	sv_engine_close(ctx->node);
 	pthread_mutex_destroy(&ctx->async_lock);
 	pthread_mutex_destroy(&context->mutex);
 	free(ctx);

@@ -5,7 +5,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "engine/api.h"
 #include "util/time.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
@@ -312,7 +312,7 @@ static struct sv_cq *cq_create(struct ibv_context *context, struct ibv_cq_init_a
 	cq->ibcq.cqe = a->cqe;
 	cq->drive_fd = epoll_create1(EPOLL_CLOEXEC);
 	pthread_mutex_init(&cq->drive_lock, NULL);
-	sv_node_add_cq(to_sctx(context)->node, cq);
+	sv_engine_cq_add(to_sctx(context)->node, cq);
 	cq->wc_flags = a->wc_flags;
 	pthread_mutex_init(&cq->ibcq.mutex, NULL);
 	pthread_cond_init(&cq->ibcq.cond, NULL);
@@ -393,7 +393,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	sv_async_purge(ibcq->context, ibcq);
 	sv_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed,
 		      &cq->async_reported);
-	sv_node_del_cq(to_sctx(ibcq->context)->node, cq);
+	sv_engine_cq_del(to_sctx(ibcq->context)->node, cq);
 	pthread_mutex_destroy(&cq->lock);
 	close(cq->drive_fd);
 	free(cq->rings);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/node.h"
+#include "engine/api.h"
 #include "verbs/sv.h"
 
 static struct sv_device the_device = {
@@ -64,7 +64,7 @@ const char *ibv_get_device_name(struct ibv_device *device)
 
 __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-	return sv_addr_plan()->guid;
+	return sv_engine_addr_plan()->guid;
 }
 
 int ibv_get_device_index(struct ibv_device *device)

@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
-#include "transport/node.h"
+#include "engine/api.h"
 #include "verbs/sv.h"
 
 struct sv_mcast_att {
@@ -51,7 +50,7 @@ int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid
 		ret = ENOMEM;
 		goto out;
 	}
-	a->m = sv_mcast_join(node, gid, ibqp->qp_num, qp);
+	a->m = sv_engine_mcast_join(node, gid, qp);
 	if (!a->m) {
 		ret = errno;
 		free(a);
@@ -73,7 +72,7 @@ struct detach_req {
 static void drop(struct sv_mcast_att *a)
 {
 	sv_list_del(&a->link);
-	sv_mcast_leave(a->m);
+	sv_engine_mcast_leave(a->m);
 	free(a);
 }
 
@@ -98,7 +97,7 @@ int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid
 
 	if (ibqp->qp_type != IBV_QPT_UD)
 		return EINVAL;
-	sv_node_sync(to_sctx(ibqp->context)->node, detach_on_progress, &r);
+	sv_engine_sync(to_sctx(ibqp->context)->node, detach_on_progress, &r);
 	return r.ret;
 }
 

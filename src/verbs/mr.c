@@ -18,9 +18,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "transport/shm/mrmap.h"
-#include "transport/shm/segment.h"
-#include "transport/transport.h"
+#include "engine/api.h"
 #include "verbs/sv.h"
 
 static pthread_rwlock_t mr_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -103,21 +101,11 @@ void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t l
 	return (uint8_t *)mr->ibmr.addr + (addr - mr->iova);
 }
 
-/* Same-host peers check rkeys in our segment before accessing directly. */
-static void publish(struct sv_mr *mr)
-{
-	struct sv_seg_mr_map map;
-
-	sv_mrmap_describe(mr->share, &map.fd, &map.addr, &map.len, &map.ino);
-	sv_seg_mr_publish(mr->index, mr->ibmr.rkey, mr->access, to_spd(mr->ibmr.pd)->id,
-			  (uintptr_t)mr->ibmr.addr, mr->ibmr.length, mr->iova, &map);
-}
-
 /* Memory same-host peers may map: with remote rights for one-sided
  * operations, without them for the large SENDs they pull from us. */
 static struct sv_mrmap *share(void *addr, size_t length)
 {
-	return sv_mrmap_share(addr, length);
+	return sv_engine_mr_share(addr, length);
 }
 
 static int table_insert(struct sv_mr *mr)
@@ -150,7 +138,7 @@ static int table_insert(struct sv_mr *mr)
 	mr_table[slot] = mr;
 	mr->index = slot;
 	new_key(mr);
-	publish(mr);
+	sv_engine_mr_publish(mr);
 	return 0;
 }
 
@@ -198,7 +186,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 	err = table_insert(mr);
 	pthread_rwlock_unlock(&mr_lock);
 	if (err) {
-		sv_mrmap_unshare(mr->share);
+		sv_engine_mr_unshare(mr->share);
 		free(mr);
 		errno = err;
 		return NULL;
@@ -222,11 +210,10 @@ struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
 
 /* Same-host peers stop: the MR leaves the published table, and copies by
  * cross-memory attach that had passed its check end (bounded).  Memory
- * they map is taken back from the mapping by sv_mrmap_unshare. */
+ * they map is taken back from the mapping when it is unshared. */
 static void withdraw(struct sv_mr *mr)
 {
-	sv_seg_mr_retract(mr->index);
-	sv_conn_shm_wait_direct(to_sctx(mr->ibmr.context)->node, mr->index);
+	sv_engine_mr_retract(to_sctx(mr->ibmr.context)->node, mr->index);
 }
 
 int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
@@ -248,7 +235,7 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 	pthread_rwlock_wrlock(&mr_lock);
 	withdraw(mr);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-		sv_mrmap_unshare(mr->share);
+		sv_engine_mr_unshare(mr->share);
 		mr->share = NULL;
 		mr->ibmr.addr = addr;
 		mr->ibmr.length = length;
@@ -269,7 +256,7 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
 		new_key(mr);
 	sv_mr_epoch++;
-	publish(mr);
+	sv_engine_mr_publish(mr);
 	pthread_rwlock_unlock(&mr_lock);
 	return 0;
 }
@@ -283,7 +270,7 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	sv_mr_epoch++;          /* translations kept by the engine are checked again */
 	pthread_rwlock_unlock(&mr_lock);
 	withdraw(mr);
-	sv_mrmap_unshare(mr->share);
+	sv_engine_mr_unshare(mr->share);
 	sv_pd_put(mr->ibmr.pd);
 	free(mr);
 	return 0;

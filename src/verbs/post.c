@@ -2,8 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "engine/engine.h"
-#include "transport/node.h"
+#include "engine/api.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
 

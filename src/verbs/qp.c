@@ -3,8 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
-#include "transport/node.h"
+#include "engine/api.h"
 #include "util/log.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
@@ -134,7 +133,7 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 	if (!err && !a->srq)
 		err = sv_rq_init(&qp->rq, a->cap.max_recv_wr, a->cap.max_recv_sge);
 	if (!err)
-		err = sv_node_alloc_qpn(node, &qpn);
+		err = sv_engine_qpn_alloc(node, &qpn);
 	if (err) {
 		free(qp->sq.buf);
 		sv_rq_free(&qp->rq);
@@ -183,7 +182,7 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 	if (qp->srq)
 		__atomic_add_fetch(&qp->srq->refcnt, 1, __ATOMIC_RELEASE);
 	sv_pd_get(a->pd);
-	sv_node_publish_qp(node, qpn, qp);     /* only now can frames find it */
+	sv_engine_qp_publish(node, qpn, qp);     /* only now can frames find it */
 	sv_info("created qp %u type %d", qpn, a->qp_type);
 	return qp;
 }
@@ -278,28 +277,13 @@ int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_
 
 /* ---- destroy ---- */
 
-static void qp_unlink(void *arg)
-{
-	struct sv_qp *qp = arg;
-	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
-
-	/* On the progress thread: no handler can be running for its channels. */
-	sv_node_free_qpn(node, qp->ibqp.qp_base.qp_num);
-	sv_mcast_detach_all(qp);
-	pthread_mutex_lock(&qp->lock);
-	sv_engine_qp_teardown(qp);
-	sv_qp_timers_stop(qp);
-	sv_node_timer_forget(node, &qp->timer);
-	pthread_mutex_unlock(&qp->lock);
-}
-
 int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct sv_qp *qp = to_sqp(ibqp);
 	struct sv_node *node = to_sctx(ibqp->context)->node;
 
 	sv_engine_release_all_acks(node);
-	sv_node_sync(node, qp_unlink, qp);
+	sv_engine_qp_unlink(node, qp);
 	sv_engine_wait_drivers(node);
 	sv_cq_clean_qp(qp);
 	sv_async_purge(ibqp->context, ibqp);

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine/api.h"
 #include "verbs/sv.h"
 
 static struct sv_qp *xqp(struct ibv_qp_ex *q) { return to_sqp_ex(q); }

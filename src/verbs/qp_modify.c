@@ -6,8 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "engine/engine.h"
-#include "transport/node.h"
+#include "engine/api.h"
 #include "util/cap.h"
 #include "util/log.h"
 #include "verbs/sv.h"

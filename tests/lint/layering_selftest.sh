@@ -58,15 +58,18 @@ if check 0; then
   expect ", 0 new"
 fi
 
-# 2. Two new violations: both fail and both are named.
+# 2. Three new violations: all fail and all are named.  verbs sees the
+# engine only through engine/api.h, never engine.h (which shows transports).
 fresh
 t_at=$(add_include transport verbs/sv.h)
 e_at=$(add_include engine transport/shm/ring.h)
+v_at=$(add_include verbs engine/engine.h)
 if check 1; then
   ok "fails on new violations"
   expect "$t_at: transport must not include verbs/sv.h (rule: transport ->"
   expect "$e_at: engine must not include transport/shm/ring.h (rule: engine ->"
-  expect ", 2 new"
+  expect "$v_at: verbs must not include engine/engine.h (rule: verbs ->"
+  expect ", 3 new"
 fi
 
 # 3. A violation listed in tools/layering.known passes; once its include is

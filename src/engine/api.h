@@ -1,0 +1,106 @@
+/*
+ * The engine as the verbs layer sees it: all that src/verbs may call.  The
+ * transports behind it stay out of sight (tools/layering.sh checks that
+ * verbs includes this header, never engine.h or a transport's).
+ */
+#ifndef SV_ENGINE_API_H
+#define SV_ENGINE_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+
+#include "verbs/sv.h"
+#include "wire/addr.h"
+
+struct sv_mcast_member;
+struct sv_mrmap;
+
+/* device.c: the node behind a context, and what verbs asks of it */
+struct sv_node *sv_engine_open(void);            /* NULL, errno set */
+void sv_engine_close(struct sv_node *node);
+const struct sv_addr_plan *sv_engine_addr_plan(void);
+/* A QPN is reserved first and the QP published once it is fully built:
+ * until then no frame finds it. */
+int sv_engine_qpn_alloc(struct sv_node *node, uint32_t *qpn);
+void sv_engine_qp_publish(struct sv_node *node, uint32_t qpn, struct sv_qp *qp);
+/* ibv_destroy_qp: the QP leaves the node on the progress thread, so no
+ * handler of its channels or timers runs any more once this returns. */
+void sv_engine_qp_unlink(struct sv_node *node, struct sv_qp *qp);
+/* An address vector's destination host (multicast: zero, found per send). */
+int sv_engine_ah_resolve(struct sv_node *node, const struct ibv_ah_attr *attr,
+			 struct sockaddr_in *dst);
+/* Run fn(arg) on the progress thread and wait for it. */
+void sv_engine_sync(struct sv_node *node, void (*fn)(void *), void *arg);
+/* CQs whose pollers may spin (the progress thread watches the spins). */
+void sv_engine_cq_add(struct sv_node *node, struct sv_cq *cq);
+void sv_engine_cq_del(struct sv_node *node, struct sv_cq *cq);
+/* Multicast: a UD QP's membership in a group (NULL, errno set). */
+struct sv_mcast_member *sv_engine_mcast_join(struct sv_node *node, const union ibv_gid *mgid,
+					     struct sv_qp *qp);
+void sv_engine_mcast_leave(struct sv_mcast_member *m);
+/* Registered memory same-host peers may map and access directly. */
+struct sv_mrmap *sv_engine_mr_share(void *addr, size_t len);
+void sv_engine_mr_unshare(struct sv_mrmap *m);
+void sv_engine_mr_publish(const struct sv_mr *mr);
+/* The MR is withdrawn: returns once no peer copies through it. */
+void sv_engine_mr_retract(struct sv_node *node, uint32_t slot);
+
+/* comp.c: a QP's deadlines.  After changing one (QP lock held), give the
+ * node the earliest; stop clears those a reset or destroy ends. */
+void sv_qp_timer_update(struct sv_qp *qp);
+void sv_qp_timers_stop(struct sv_qp *qp);
+
+/* An application thread releases a QP's lock.  The progress thread does
+ * not wait for that lock: it leaves the channel's events to the holder
+ * (recv.c), who serves them here. */
+void sv_engine_serve_deferred(struct sv_qp *qp);
+static inline void sv_qp_unlock(struct sv_qp *qp)
+{
+	pthread_mutex_unlock(&qp->lock);
+	/* after the unlock's locked instruction: either recv.c's
+	 * lock_or_defer finds the lock free, or we see its flag */
+	if (__atomic_load_n(&qp->deferred, __ATOMIC_SEQ_CST))
+		sv_engine_serve_deferred(qp);
+}
+
+/* Application-driven progress: poll_cq on an empty CQ processes whatever
+ * its channels have ready, so a polling application never waits for the
+ * progress thread to be scheduled. */
+void sv_engine_drive(struct sv_node *node, struct sv_cq *cq);
+/* An application thread posts to a QP completing to `cq` (see drive.c). */
+void sv_engine_posting(struct sv_cq *cq);
+/* An application thread is about to sleep (ibv_req_notify_cq): writers ring doorbells. */
+void sv_engine_stop_polling(struct sv_cq *cq);
+
+/* Every poll of `cq` by an application thread (cheap): `work` is 1 for
+ * the poll itself, then the number of completions it returned. */
+void sv_engine_polling(struct sv_cq *cq, uint32_t work);
+
+/* A poll found the CQ empty / returned completions or armed it. */
+void sv_engine_spin_start(struct sv_node *node, struct sv_cq *cq);
+void sv_engine_spin_end(struct sv_node *node, struct sv_cq *cq);
+/* A poll found completions: the spin goes on while its channels are taken. */
+void sv_engine_spin_found(struct sv_node *node, struct sv_cq *cq);
+
+void sv_engine_wait_drivers(struct sv_node *node);
+/* An application thread about to run the engine (post, modify): channels it
+ * may close stay allocated until it leaves. */
+void sv_engine_enter(struct sv_node *node);
+void sv_engine_leave(struct sv_node *node);
+
+/* verbs entry points; caller holds qp->lock */
+void sv_req_kick(struct sv_qp *qp);              /* transmit what can go */
+void sv_req_start_link(struct sv_qp *qp);        /* at RTR: connect to the peer */
+void sv_engine_qp_ready(struct sv_qp *qp);       /* state changed: resume channels */
+void sv_engine_qp_teardown(struct sv_qp *qp);    /* close channels */
+
+void sv_resp_rnr_resume(struct sv_qp *qp);                 /* a receive was posted */
+
+/* Pollers: release the ACKs the CQ's channels hold (the application waits). */
+void sv_engine_release_acks(struct sv_node *node, struct sv_cq *cq);
+/* Slower verbs: release every ACK held (the ping-pong is over). */
+void sv_engine_release_all_acks(struct sv_node *node);
+void sv_comp_reap(struct sv_qp *qp);              /* in-order send completions */
+
+#endif
