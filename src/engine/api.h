@@ -32,7 +32,7 @@ int sv_engine_ah_resolve(struct sv_node *node, const struct ibv_ah_attr *attr,
 			 struct sockaddr_in *dst);
 /* Run fn(arg) on the progress thread and wait for it. */
 void sv_engine_sync(struct sv_node *node, void (*fn)(void *), void *arg);
-/* CQs whose pollers may spin (the progress thread watches the spins). */
+/* drive.c: a CQ its pollers may spin on (the progress thread watches). */
 void sv_engine_cq_add(struct sv_node *node, struct sv_cq *cq);
 void sv_engine_cq_del(struct sv_node *node, struct sv_cq *cq);
 /* Multicast: a UD QP's membership in a group (NULL, errno set). */

@@ -71,16 +71,6 @@ void sv_engine_sync(struct sv_node *node, void (*fn)(void *), void *arg)
 	sv_node_sync(node, fn, arg);
 }
 
-void sv_engine_cq_add(struct sv_node *node, struct sv_cq *cq)
-{
-	sv_node_add_cq(node, cq);
-}
-
-void sv_engine_cq_del(struct sv_node *node, struct sv_cq *cq)
-{
-	sv_node_del_cq(node, cq);
-}
-
 struct sv_mcast_member *sv_engine_mcast_join(struct sv_node *node, const union ibv_gid *mgid,
 					     struct sv_qp *qp)
 {

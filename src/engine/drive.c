@@ -7,6 +7,19 @@
  * datagram socket.  Channels an application thread may touch stay allocated
  * while it is inside (node->drivers): the progress thread frees closed
  * channels only when no application thread is driving.
+ *
+ * The contract, all of it here:
+ *   - poll_cq on an empty CQ drives it (sv_engine_drive); a poll stamps the
+ *     CQ (sv_engine_polling), and while the stamp is fresh the progress
+ *     thread leaves the CQ's rings to the poller (up->poller_active) and
+ *     ring writers skip the doorbell (shm/ringchan.c reads the stamp).
+ *   - A poller that finds nothing may spin: it takes the CQ's TCP channels
+ *     from the progress thread (sv_engine_spin_start); a poll that finds
+ *     work, an armed CQ or a destroyed one give them back.  While any CQ
+ *     spins the progress thread ticks (up->spin_tick) and ends the spins
+ *     nobody polls any more.
+ *   - ACKs held for a request to carry (xmit.c) go on an empty poll, an
+ *     armed CQ, or any slower verb (sv_engine_release_all_acks).
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -14,6 +27,21 @@
 
 #include "engine/engine.h"
 #include "util/time.h"
+
+#define SV_SPIN_TICK_MS 1
+#define SV_SPIN_LINGER_NS (10ull * 1000 * 1000)   /* keep ticking after the last spin */
+
+/* The CQs of the process's contexts (one node per process): the progress
+ * thread ends the spins nobody polls any more, the slower verbs release
+ * the ACKs their channels hold.  Lock order: drv.lock, then a CQ's
+ * drive_lock. */
+static struct {
+	pthread_mutex_t lock;
+	struct sv_list cqs;          /* every CQ (cq->spin_link) */
+	int spinning;                /* CQs a poller spins on */
+	uint64_t last_spin_ns;       /* when a spin last began */
+	bool acks_held;              /* some channel may hold an ACK (xmit.c) */
+} drv = { .lock = PTHREAD_MUTEX_INITIALIZER, .cqs = SV_LIST_INIT(drv.cqs) };
 
 /* The CQ's TCP channels, which its spinning pollers take (drive_lock held).
  * One missing (no memory) is simply never taken. */
@@ -188,9 +216,9 @@ static bool cq_spin(struct sv_node *node, struct sv_cq *cq, bool on)
 		__atomic_store_n(&cq->spinning, on, __ATOMIC_RELAXED);
 		for (uint32_t i = 0; i < cq->nsocks; i++)
 			sv_conn_spin_off(cq->socks[i], on);
-		__atomic_add_fetch(&node->spinning_cqs, on ? 1 : -1, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&drv.spinning, on ? 1 : -1, __ATOMIC_SEQ_CST);
 		if (on)
-			__atomic_store_n(&node->last_spin_ns, sv_now_ns(), __ATOMIC_RELAXED);
+			__atomic_store_n(&drv.last_spin_ns, sv_now_ns(), __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&cq->drive_lock);
 	return on;
@@ -231,12 +259,42 @@ void sv_engine_spin_end(struct sv_node *node, struct sv_cq *cq)
 		cq_spin(node, cq, false);
 }
 
-/* Progress thread, node lock held: end the spins nobody polls any more. */
-void sv_engine_spin_reap(struct sv_node *node, struct sv_cq *cq, uint64_t now)
+/* Progress thread, while CQs spin: end the spins nobody polls any more
+ * (their channels' input would wait for a poll).  -1 once none spins and
+ * none did lately: the ticks may stop (node.c pairs this with
+ * sv_node_spin_watch). */
+int sv_engine_spin_tick(struct sv_node *node, uint64_t now)
 {
-	if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED) &&
-	    now - __atomic_load_n(&cq->last_poll_ns, __ATOMIC_RELAXED) > SV_SPIN_STALE_NS)
-		cq_spin(node, cq, false);
+	struct sv_list *pos, *tmp;
+
+	if (!__atomic_load_n(&drv.spinning, __ATOMIC_SEQ_CST) &&
+	    now - __atomic_load_n(&drv.last_spin_ns, __ATOMIC_RELAXED) > SV_SPIN_LINGER_NS)
+		return -1;
+	pthread_mutex_lock(&drv.lock);
+	sv_list_for_each_safe(pos, tmp, &drv.cqs) {
+		struct sv_cq *cq = sv_container_of(pos, struct sv_cq, spin_link);
+
+		if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED) &&
+		    now - __atomic_load_n(&cq->last_poll_ns, __ATOMIC_RELAXED) > SV_SPIN_STALE_NS)
+			cq_spin(node, cq, false);
+	}
+	pthread_mutex_unlock(&drv.lock);
+	return SV_SPIN_TICK_MS;
+}
+
+void sv_engine_cq_add(struct sv_node *node, struct sv_cq *cq)
+{
+	pthread_mutex_lock(&drv.lock);
+	sv_list_add_tail(&drv.cqs, &cq->spin_link);
+	pthread_mutex_unlock(&drv.lock);
+}
+
+void sv_engine_cq_del(struct sv_node *node, struct sv_cq *cq)
+{
+	sv_engine_spin_end(node, cq);
+	pthread_mutex_lock(&drv.lock);
+	sv_list_del(&cq->spin_link);
+	pthread_mutex_unlock(&drv.lock);
 }
 
 static void drive_one(struct sv_conn *c)
@@ -429,6 +487,12 @@ void sv_engine_release_acks(struct sv_node *node, struct sv_cq *cq)
  * ACK goes, or its peer would wait for our timer (perftest -R listens for
  * its test connection only after its handshake SEND completed).  A channel
  * it could not lock keeps its CQ marked: that CQ's next empty poll. */
+void sv_engine_acks_held_mark(void)
+{
+	if (!__atomic_load_n(&drv.acks_held, __ATOMIC_RELAXED))
+		__atomic_store_n(&drv.acks_held, true, __ATOMIC_SEQ_CST);
+}
+
 void sv_engine_release_all_acks(struct sv_node *node)
 {
 	struct sv_conn *held[64];
@@ -436,21 +500,21 @@ void sv_engine_release_all_acks(struct sv_node *node)
 	struct sv_list *pos, *tmp;
 	int k = 0;
 
-	if (!__atomic_load_n(&node->acks_held, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&drv.acks_held, __ATOMIC_RELAXED))
 		return;
-	__atomic_store_n(&node->acks_held, false, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&drv.acks_held, false, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
-	pthread_mutex_lock(&node->lock);
-	sv_list_for_each_safe(pos, tmp, &node->cqs) {
+	pthread_mutex_lock(&drv.lock);
+	sv_list_for_each_safe(pos, tmp, &drv.cqs) {
 		cq = sv_container_of(pos, struct sv_cq, spin_link);
 		if (k == 64) {                   /* full: the rest next time */
-			__atomic_store_n(&node->acks_held, true, __ATOMIC_SEQ_CST);
+			__atomic_store_n(&drv.acks_held, true, __ATOMIC_SEQ_CST);
 			break;
 		}
 		if (__atomic_load_n(&cq->acks_held, __ATOMIC_RELAXED))
 			k = collect_held(cq, held, k, 64);
 	}
-	pthread_mutex_unlock(&node->lock);
+	pthread_mutex_unlock(&drv.lock);
 	for (int i = 0; i < k; i++) {
 		cq = __atomic_load_n(&held[i]->drive_cq, __ATOMIC_ACQUIRE);
 		if (cq)                  /* else closed meanwhile */

@@ -42,7 +42,9 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq);
 void sv_engine_drive_forget(struct sv_conn *c);
 void sv_engine_drive_register_also(struct sv_conn *c, struct sv_cq *cq);
 void sv_engine_drive_register_dgram(struct sv_qp *qp);
-void sv_engine_spin_reap(struct sv_node *node, struct sv_cq *cq, uint64_t now);
+int sv_engine_spin_tick(struct sv_node *node, uint64_t now);   /* ms to the next tick, or -1 */
+/* A channel may hold an ACK: the slower verbs look (xmit.c). */
+void sv_engine_acks_held_mark(void);
 
 /* req.c */
 bool sv_req_fill(struct sv_qp *qp, struct sv_txframe *f);   /* next request frame */

@@ -7,8 +7,7 @@ const struct sv_upcalls sv_engine_upcalls = {
 	.dgram = sv_engine_on_dgram,
 	.timer = sv_engine_on_timer,
 	.poller_active = sv_engine_poller_active,
-	.spin_end = sv_engine_spin_end,
-	.spin_reap = sv_engine_spin_reap,
+	.spin_tick = sv_engine_spin_tick,
 	.drive_forget = sv_engine_drive_forget,
 	.mcast_dgram = sv_engine_on_mcast,
 };

@@ -245,8 +245,7 @@ static void mark_held(struct sv_conn *c)
 		__atomic_store_n(&c->drive_cq->acks_held, true, __ATOMIC_SEQ_CST);
 	if (c->drive_cq2)
 		__atomic_store_n(&c->drive_cq2->acks_held, true, __ATOMIC_SEQ_CST);
-	if (!__atomic_load_n(&c->node->acks_held, __ATOMIC_RELAXED))
-		__atomic_store_n(&c->node->acks_held, true, __ATOMIC_SEQ_CST);
+	sv_engine_acks_held_mark();
 }
 
 /* Could this ACK wait?  (resp.c decided the peer allows it.)  Held once

@@ -19,7 +19,6 @@
 #include "util/env.h"
 #include "util/log.h"
 #include "util/time.h"
-#include "verbs/sv.h"
 
 static pthread_mutex_t node_global_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sv_node *the_node;
@@ -343,24 +342,6 @@ static void set_sleep(struct sv_node *node, int timeout_ms)
 
 /* ---- spinning pollers (engine/drive.c) ---- */
 
-#define SV_SPIN_TICK_MS 1
-#define SV_SPIN_LINGER_NS (10ull * 1000 * 1000)   /* keep ticking after the last spin */
-
-void sv_node_add_cq(struct sv_node *node, struct sv_cq *cq)
-{
-	pthread_mutex_lock(&node->lock);
-	sv_list_add_tail(&node->cqs, &cq->spin_link);
-	pthread_mutex_unlock(&node->lock);
-}
-
-void sv_node_del_cq(struct sv_node *node, struct sv_cq *cq)
-{
-	node->up->spin_end(node, cq);
-	pthread_mutex_lock(&node->lock);
-	sv_list_del(&cq->spin_link);
-	pthread_mutex_unlock(&node->lock);
-}
-
 void sv_node_spin_watch(struct sv_node *node)
 {
 	/* Pairs with spin_tick: it clears `ticking`, then counts spins. */
@@ -368,25 +349,23 @@ void sv_node_spin_watch(struct sv_node *node)
 		sv_node_kick(node);
 }
 
-/* While CQs spin, wake every millisecond to end the spins nobody polls any
- * more: their channels' input would otherwise wait for a poll. */
+/* While pollers spin, tick as often as the engine asks (it ends the spins
+ * nobody polls any more, drive.c). */
 static int spin_tick(struct sv_node *node, int timeout)
 {
 	uint64_t now = sv_now_ns();
-	struct sv_list *pos, *tmp;
+	int t = node->up->spin_tick(node, now);
 
-	if (!__atomic_load_n(&node->spinning_cqs, __ATOMIC_SEQ_CST) &&
-	    now - __atomic_load_n(&node->last_spin_ns, __ATOMIC_RELAXED) > SV_SPIN_LINGER_NS) {
+	if (t < 0) {
+		/* clear `ticking`, then look again: a spin that began
+		 * meanwhile either is seen here or sees the flag clear */
 		__atomic_store_n(&node->ticking, false, __ATOMIC_SEQ_CST);
-		if (!__atomic_load_n(&node->spinning_cqs, __ATOMIC_SEQ_CST))
+		t = node->up->spin_tick(node, now);
+		if (t < 0)
 			return timeout;
 	}
 	__atomic_store_n(&node->ticking, true, __ATOMIC_SEQ_CST);
-	pthread_mutex_lock(&node->lock);
-	sv_list_for_each_safe(pos, tmp, &node->cqs)
-		node->up->spin_reap(node, sv_container_of(pos, struct sv_cq, spin_link), now);
-	pthread_mutex_unlock(&node->lock);
-	return timeout < 0 || timeout > SV_SPIN_TICK_MS ? SV_SPIN_TICK_MS : timeout;
+	return timeout < 0 || timeout > t ? t : timeout;
 }
 
 static void *progress_main(void *arg)
@@ -640,7 +619,6 @@ static struct sv_node *node_create(const struct sv_upcalls *up)
 	sv_list_init(&node->cmds);
 	sv_list_init(&node->graveyard);
 	sv_list_init(&node->shm_conns);
-	sv_list_init(&node->cqs);
 	node_set_address(node);
 	node->pending_max = sv_pending_max();
 	node->udp_buf = malloc(SV_UDP_BUF);

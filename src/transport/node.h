@@ -97,11 +97,7 @@ struct sv_node {
 	struct sv_list shm_conns;    /* ring channels (node lock) */
 	int drivers;                 /* application threads inside sv_engine_drive */
 	bool rings_left;             /* progress thread left ready rings to a poller */
-	struct sv_list cqs;          /* every CQ of the node's contexts (node lock) */
-	int spinning_cqs;            /* CQs a poller spins on (engine/drive.c) */
-	bool acks_held;              /* some channel may hold an ACK (engine/xmit.c) */
-	uint64_t last_spin_ns;       /* when a spin last began */
-	bool ticking;                /* the progress thread checks spins every ms */
+	bool ticking;                /* the progress thread ticks for spinning pollers */
 	uint8_t *udp_buf;            /* progress thread's datagram buffer */
 };
 
@@ -135,11 +131,7 @@ void sv_node_timer_set(struct sv_node *node, struct sv_timer *t, uint64_t at);
 /* Take a timer off the list for good (its owner goes). */
 void sv_node_timer_forget(struct sv_node *node, struct sv_timer *t);
 bool sv_node_on_progress_thread(struct sv_node *node);
-/* CQs whose spins the progress thread ends when nobody polls any more. */
-struct sv_cq;
-void sv_node_add_cq(struct sv_node *node, struct sv_cq *cq);
-void sv_node_del_cq(struct sv_node *node, struct sv_cq *cq);
-/* A spin began: make sure the progress thread checks it. */
+/* A poller began to spin: make sure the progress thread ticks (up->spin_tick). */
 void sv_node_spin_watch(struct sv_node *node);
 
 /* Bounded resources (bounds.c).  An inbound connection waits on the

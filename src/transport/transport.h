@@ -301,9 +301,9 @@ struct sv_upcalls {
 	void (*timer)(void *owner, uint64_t now);
 	/* does an application thread poll this ring channel's CQ right now? */
 	bool (*poller_active)(struct sv_conn *c, uint64_t now);
-	/* CQ spins: end one (any thread), end those nobody polls any more */
-	void (*spin_end)(struct sv_node *node, struct sv_cq *cq);
-	void (*spin_reap)(struct sv_node *node, struct sv_cq *cq, uint64_t now);
+	/* while pollers spin: end the spins nobody polls any more; returns
+	 * the ms to the next tick, or -1 when the ticks may stop */
+	int (*spin_tick)(struct sv_node *node, uint64_t now);
 	/* a channel goes: application pollers must stop looking at it */
 	void (*drive_forget)(struct sv_conn *c);
 	/* a checked multicast copy for a member's owner (sv_mcast_join) */
