@@ -141,7 +141,7 @@ static void on_nak(struct sv_qp *qp, const struct sv_wire_hdr *h)
 
 void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
 {
-	const struct sv_wire_hdr *h = &c->rx_hdr;
+	const struct sv_wire_hdr *h = &c->qc->rx_hdr;
 	struct sv_swqe *w;
 	size_t total;
 
@@ -160,7 +160,7 @@ void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
 			sv_engine_protocol_error(c, "READ response does not match its request");
 			return;
 		}
-		qp->cctx.status = sv_place_sges(&c->place, qp->ibqp.qp_base.pd, w->sge,
+		qp->cctx.status = sv_place_sges(&c->qc->place, qp->ibqp.qp_base.pd, w->sge,
 						w->num_sge, SV_LOCAL_WRITE, &total);
 	} else if (w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 		   w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
@@ -209,7 +209,7 @@ static void after_response(struct sv_qp *qp)
 
 void sv_comp_end(struct sv_qp *qp, struct sv_conn *c)
 {
-	const struct sv_wire_hdr *h = &c->rx_hdr;
+	const struct sv_wire_hdr *h = &c->qc->rx_hdr;
 
 	switch (h->opcode) {
 	case SV_OP_ACK:
@@ -220,7 +220,7 @@ void sv_comp_end(struct sv_qp *qp, struct sv_conn *c)
 		break;
 	case SV_OP_READ_RESP:
 		/* its buffer was deregistered while the data arrived */
-		if (c->place.revoked && qp->cctx.status == IBV_WC_SUCCESS)
+		if (c->qc->place.revoked && qp->cctx.status == IBV_WC_SUCCESS)
 			qp->cctx.status = IBV_WC_LOC_PROT_ERR;
 		finish_rd_atomic(qp, h);
 		break;
@@ -252,8 +252,8 @@ void sv_comp_ack_carried(struct sv_qp *qp, uint32_t psn)
 	if (qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	rc = sv_req_conn(qp);
-	if (rc && rc->tx_since_rx)                /* a response, for spinning pollers */
-		__atomic_store_n(&rc->tx_since_rx, 0, __ATOMIC_RELAXED);
+	if (rc && rc->qc->tx_since_rx)                /* a response, for spinning pollers */
+		__atomic_store_n(&rc->qc->tx_since_rx, 0, __ATOMIC_RELAXED);
 	on_ack(qp, psn);
 	/* Not sv_req_kick: an ACK frees no READ slot, and we are inside the
 	 * inbound channel's receive loop (a kick may fail a WQE and close it). */
@@ -321,7 +321,7 @@ static void ack_timeout(struct sv_qp *qp, uint64_t now)
  * come and go between two looks and the timer only looks again. */
 static void held_ack_timer(struct sv_qp *qp)
 {
-	uint32_t takes = (qp->in ? qp->in->ack_takes : 0) + (qp->out ? qp->out->ack_takes : 0);
+	uint32_t takes = (qp->in ? qp->in->qc->ack_takes : 0) + (qp->out ? qp->out->qc->ack_takes : 0);
 	bool again = false;
 
 	qp->ack_held_deadline = 0;
@@ -329,9 +329,9 @@ static void held_ack_timer(struct sv_qp *qp)
 	for (int i = 0; i < 2; i++) {
 		struct sv_conn *c = i ? qp->out : qp->in;
 
-		if (!c || (!c->ack_held && !c->ack_carriable))
+		if (!c || (!c->qc->ack_held && !c->qc->ack_carriable))
 			continue;
-		if (takes == qp->ack_held_takes || !c->ack_held) {
+		if (takes == qp->ack_held_takes || !c->qc->ack_held) {
 			sv_xmit_ack_release(c);
 			sv_xmit_flush(c);
 			continue;

@@ -79,9 +79,9 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 
-	if (c->drive_cq)
+	if (c->qc->drive_cq)
 		sv_engine_drive_forget(c);
-	__atomic_store_n(&c->drive_cq, cq, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->qc->drive_cq, cq, __ATOMIC_RELEASE);
 	if (!(c->caps & SV_CAP_MAPPED)) {
 		if (epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev))
 			return;
@@ -101,7 +101,7 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 		if (!r) {
 			pthread_mutex_unlock(&cq->drive_lock);
 			/* not looked at by pollers: the progress thread must serve it */
-			__atomic_store_n(&c->drive_cq, NULL, __ATOMIC_RELEASE);
+			__atomic_store_n(&c->qc->drive_cq, NULL, __ATOMIC_RELEASE);
 			return;
 		}
 		cq->rings = r;
@@ -122,11 +122,11 @@ void sv_engine_drive_register_also(struct sv_conn *c, struct sv_cq *cq)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 
-	if (!(c->caps & SV_CAP_TURN) || cq == c->drive_cq || c->drive_cq2 ||
+	if (!(c->caps & SV_CAP_TURN) || cq == c->qc->drive_cq || c->qc->drive_cq2 ||
 	    epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev))
 		return;
 	__atomic_add_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->drive_cq2, cq, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->qc->drive_cq2, cq, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&cq->drive_lock);
 	socks_add(cq, c);
 	pthread_mutex_unlock(&cq->drive_lock);
@@ -152,14 +152,14 @@ static void forget_in(struct sv_conn *c, struct sv_cq *cq)
 
 void sv_engine_drive_forget(struct sv_conn *c)
 {
-	struct sv_cq *cq = c->drive_cq, *cq2 = c->drive_cq2;
+	struct sv_cq *cq = c->qc->drive_cq, *cq2 = c->qc->drive_cq2;
 
 	if (cq2) {
-		__atomic_store_n(&c->drive_cq2, NULL, __ATOMIC_RELEASE);
+		__atomic_store_n(&c->qc->drive_cq2, NULL, __ATOMIC_RELEASE);
 		forget_in(c, cq2);
 	}
 	if (cq) {
-		__atomic_store_n(&c->drive_cq, NULL, __ATOMIC_RELEASE);
+		__atomic_store_n(&c->qc->drive_cq, NULL, __ATOMIC_RELEASE);
 		forget_in(c, cq);
 	}
 }
@@ -193,14 +193,14 @@ void sv_engine_drive_forget(struct sv_conn *c)
 static bool one_at_a_time(const struct sv_conn *c)
 {
 	if (c->outbound)
-		return __atomic_load_n(&c->tx_since_rx, __ATOMIC_RELAXED) <= 1;
-	return __atomic_load_n(&c->ack_streak, __ATOMIC_RELAXED) >= SV_ACK_STREAK;
+		return __atomic_load_n(&c->qc->tx_since_rx, __ATOMIC_RELAXED) <= 1;
+	return __atomic_load_n(&c->qc->ack_streak, __ATOMIC_RELAXED) >= SV_ACK_STREAK;
 }
 
 static bool spin_takes(const struct sv_conn *c)
 {
 	return one_at_a_time(c) ||
-	       (!c->outbound && __atomic_load_n(&c->rx_completes, __ATOMIC_RELAXED));
+	       (!c->outbound && __atomic_load_n(&c->qc->rx_completes, __ATOMIC_RELAXED));
 }
 
 /* Take the CQ's channels (on) or give them back.  All or none: while the
@@ -241,7 +241,7 @@ static bool cq_pingpong(struct sv_cq *cq)
 
 	pthread_mutex_lock(&cq->drive_lock);
 	for (uint32_t i = 0; i < cq->nsocks && !steady; i++)
-		steady = __atomic_load_n(&cq->socks[i]->ack_streak, __ATOMIC_RELAXED) >=
+		steady = __atomic_load_n(&cq->socks[i]->qc->ack_streak, __ATOMIC_RELAXED) >=
 			 SV_ACK_STREAK;
 	pthread_mutex_unlock(&cq->drive_lock);
 	return steady;
@@ -299,7 +299,7 @@ void sv_engine_cq_del(struct sv_node *node, struct sv_cq *cq)
 
 static void drive_one(struct sv_conn *c)
 {
-	struct sv_qp *qp = c->qp;
+	struct sv_qp *qp = c->qc->qp;
 
 	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) || !qp || pthread_mutex_trylock(&qp->lock))
 		return;
@@ -368,7 +368,7 @@ void sv_engine_posting(struct sv_cq *cq)
  * make the two fight over the QP's lock. */
 bool sv_engine_poller_active(struct sv_conn *c, uint64_t now)
 {
-	struct sv_cq *cq = __atomic_load_n(&c->drive_cq, __ATOMIC_ACQUIRE);
+	struct sv_cq *cq = __atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE);
 	uint64_t last = cq ? __atomic_load_n(&cq->last_poll_ns, __ATOMIC_RELAXED) : 0;
 
 	return last && now - last < SV_POLLER_ACTIVE_NS;
@@ -385,8 +385,8 @@ static int collect_held(struct sv_cq *cq, struct sv_conn **held, int k, int max)
 	__atomic_store_n(&cq->acks_held, false, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&cq->drive_lock);
 	for (i = 0; i < cq->nsocks && k < max; i++)
-		if (__atomic_load_n(&cq->socks[i]->ack_held, __ATOMIC_SEQ_CST) ||
-		    __atomic_load_n(&cq->socks[i]->ack_carriable, __ATOMIC_SEQ_CST))
+		if (__atomic_load_n(&cq->socks[i]->qc->ack_held, __ATOMIC_SEQ_CST) ||
+		    __atomic_load_n(&cq->socks[i]->qc->ack_carriable, __ATOMIC_SEQ_CST))
 			held[k++] = cq->socks[i];
 	if (i < cq->nsocks)              /* full: the rest at the next look */
 		__atomic_store_n(&cq->acks_held, true, __ATOMIC_SEQ_CST);
@@ -398,7 +398,7 @@ static void serve_held(struct sv_cq *cq, struct sv_conn **held, int k)
 {
 	for (int i = 0; i < k; i++) {
 		struct sv_conn *c = held[i];
-		struct sv_qp *qp = c->qp;
+		struct sv_qp *qp = c->qc->qp;
 
 		if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) || !qp)
 			continue;
@@ -406,7 +406,7 @@ static void serve_held(struct sv_cq *cq, struct sv_conn **held, int k)
 			__atomic_store_n(&cq->acks_held, true, __ATOMIC_RELAXED);   /* next poll */
 			continue;
 		}
-		if (!c->closed && (c->ack_held || c->ack_carriable)) {
+		if (!c->closed && (c->qc->ack_held || c->qc->ack_carriable)) {
 			sv_xmit_ack_release(c);
 			sv_xmit_flush(c);
 			if (c->dead)
@@ -516,7 +516,7 @@ void sv_engine_release_all_acks(struct sv_node *node)
 	}
 	pthread_mutex_unlock(&drv.lock);
 	for (int i = 0; i < k; i++) {
-		cq = __atomic_load_n(&held[i]->drive_cq, __ATOMIC_ACQUIRE);
+		cq = __atomic_load_n(&held[i]->qc->drive_cq, __ATOMIC_ACQUIRE);
 		if (cq)                  /* else closed meanwhile */
 			serve_held(cq, &held[i], 1);
 	}
@@ -557,8 +557,8 @@ static void hot_set(struct sv_cq *cq, struct sv_conn *c)
 		return;
 	pthread_mutex_lock(&cq->drive_lock);
 	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) &&
-	    (__atomic_load_n(&c->drive_cq, __ATOMIC_ACQUIRE) == cq ||
-	     __atomic_load_n(&c->drive_cq2, __ATOMIC_ACQUIRE) == cq))
+	    (__atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE) == cq ||
+	     __atomic_load_n(&c->qc->drive_cq2, __ATOMIC_ACQUIRE) == cq))
 		__atomic_store_n(&cq->hot, c, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&cq->drive_lock);
 }

@@ -22,6 +22,124 @@
 #include "util/names.h"
 #include "verbs/sv.h"
 
+/* The receive machine of a channel (engine/recv.c); it changes under the
+ * QP lock.  The transport never reads it: it sees `input`. */
+enum sv_rx_state {
+	SV_RX_HDR,        /* collecting a frame header */
+	SV_RX_HELD,       /* a SEND's header is in, no receive posted: no input (resp.c) */
+	SV_RX_READY,      /* that SEND may go on (a receive came, or the RNR timer ran out) */
+	SV_RX_PAYLOAD,    /* placing payload bytes */
+	SV_RX_NSTATES
+};
+
+/* Who is at the other end of a channel (engine/verify.c).  An outbound
+ * channel reaches the address and port its QP was given at RTR, so its
+ * peer is known; an inbound one names its peer QP in its HELLO, and that
+ * claim is believed only once proven. */
+enum sv_peer_state {
+	SV_PEER_UNKNOWN,      /* accepted, no HELLO yet */
+	SV_PEER_CLAIMED,      /* its HELLO named one of our QPs and the peer it claims to be */
+	SV_PEER_ASKED,        /* the claimed peer was asked, on our own channel to it */
+	SV_PEER_VERIFIED,     /* the peer is the QP's configured one: frames flow */
+	SV_PEER_NSTATES
+};
+const char *sv_peer_state_name(enum sv_peer_state s);
+
+/* Where incoming payload bytes go: a list of segments, or nowhere (discard).
+ * The segments are registered memory; what they were translated from is
+ * kept so that each step that writes them checks they still are
+ * (engine/place.c). */
+struct sv_place {
+	struct iovec seg[SV_PLACE_MAX_SEG];
+	uint32_t key[SV_PLACE_MAX_SEG];   /* the key and address each came from */
+	uint64_t va[SV_PLACE_MAX_SEG];
+	struct ibv_pd *pd;
+	uint32_t epoch;              /* the MR epoch the translation is good at */
+	uint8_t dir;                 /* enum sv_access_dir */
+	int nseg, cur;
+	size_t cur_off;
+	bool discard;
+	bool revoked;                /* an MR went away mid-payload: the rest was discarded */
+};
+
+/* One frame being transmitted: header plus payload segments. */
+struct sv_txframe {
+	struct sv_wire_hdr hdr;
+	struct iovec seg[SV_PLACE_MAX_SEG];
+	int nseg;
+	size_t total, done;
+	bool in_use;
+	uint32_t wqe_idx;            /* requester: SQ index it belongs to */
+	/* a READ response: its payload seg[0] is our registered memory, checked
+	 * before each write (engine/xmit.c); mr_pd NULL for any other frame */
+	struct ibv_pd *mr_pd;
+	uint32_t mr_key, mr_epoch;
+	uint64_t mr_va;
+	bool fatal;                  /* a NAK that takes the QP to ERR once written */
+};
+
+#define SV_RESPQ_LEN 32
+
+/* Staging buffer of a channel's receive machine (engine/recv.c). */
+#define SV_RBUF_LEN (256 * 1024)
+
+/* The engine's state for one channel, beside the transport's struct
+ * sv_conn (c->qc; the transport allocates up->chan_size bytes for it and
+ * never looks inside). */
+struct sv_qpchan {
+	struct sv_qp *qp;            /* owner; NULL until the HELLO names it */
+	enum sv_peer_state peer_state;
+	uint64_t nonce;              /* outbound: ours, in our HELLO; inbound: the peer's */
+	struct sv_wire_hdr hello;    /* inbound: its HELLO (host order), answered once verified */
+	bool mr_lost;                /* closed: a READ response lost its memory mid-frame */
+	bool turn_ok;                /* both ways: outbound, requests may come in
+				      * (we said so); inbound, ours may go out (the
+				      * peer did) (req.c) */
+	struct sv_wire_pull pull_tx[SV_WIRE_MAX_SGE];  /* descriptors of the request on the wire */
+	struct sv_wire_pull pull_rx[SV_WIRE_MAX_SGE];  /* descriptors of the request being received */
+	struct sv_cq *drive_cq;      /* CQ whose pollers check this channel (drive.c) */
+	struct sv_cq *drive_cq2;     /* TCP: the other CQ of the QP */
+	/* read by spinning pollers without the QP lock (drive.c) */
+	bool rx_completes;           /* inbound: its last request completed a receive */
+	uint32_t tx_since_rx;        /* outbound: requests written since the last response */
+
+	/* receive machine */
+	enum sv_rx_state rx_state;   /* sv_rx_set() changes it */
+	struct sv_wire_hdr rx_hdr;
+	size_t rx_got;
+	size_t rx_remain;            /* payload bytes still to place */
+	struct sv_place place;
+	size_t rb_start, rb_end;     /* what rbuf holds */
+	int rx_reads_left;           /* fairness budget of the current wake-up */
+	bool rx_drained;             /* TCP: a read this wake-up came back short */
+
+	/* transmit: requester frame (outbound) or response queue (inbound) */
+	struct sv_txframe req;
+	struct sv_txframe resp[SV_RESPQ_LEN];
+	uint32_t resp_head, resp_tail;
+	struct sv_txframe ctrl;      /* HELLO / HELLO_ACK */
+	/* inbound ring channel: the ACK to publish in the ring (not a frame) */
+	bool ack_word_pending;
+	uint32_t ack_word_psn;
+	/* inbound TCP channel: an ACK held for the QP's next request to carry
+	 * (xmit.c); ack_held is read by pollers without the QP lock */
+	bool ack_held;
+	bool ack_carried;            /* a request of ours carried one (xmit.c) */
+	bool ack_carriable;          /* acknowledged at once, though it could have waited */
+	uint8_t ack_streak;          /* ACKs our requests carried in a row (xmit.c) */
+	uint32_t ack_held_psn;
+	uint32_t ack_held_n;         /* requests it covers */
+	uint32_t ack_takes;          /* holds ended so far (the timer's yardstick) */
+
+	/* responder: receive completions of the current batch, pushed only
+	 * after the batch's acknowledgements are on their way */
+	struct ibv_wc done[16];
+	bool done_solicited[16];
+	int ndone;
+
+	uint8_t rbuf[SV_RBUF_LEN];   /* staging buffer for small frames */
+};
+
 /* The engine's answers to the transport (upcalls.c registers them). */
 extern const struct sv_upcalls sv_engine_upcalls;
 
@@ -65,7 +183,7 @@ static inline bool sv_psn_le(uint32_t a, uint32_t b)
 }
 
 /* resp.c: the responder; called by recv.c */
-void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c);  /* header in c->rx_hdr */
+void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c);  /* header in c->qc->rx_hdr */
 void sv_resp_end(struct sv_qp *qp, struct sv_conn *c);    /* payload placed */
 void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now);
 void sv_resp_batch_end(struct sv_qp *qp, struct sv_conn *c);  /* flush, then complete */
@@ -93,6 +211,7 @@ void sv_verify_drop_all(struct sv_qp *qp);
 
 /* recv.c: the receive machine, shared with drive.c */
 bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp);
+void sv_rx_on_rings(struct sv_conn *c);
 void sv_rx_process(struct sv_conn *c);
 /* QP lock held: process the channel's input, write what a ring channel
  * has to write, and drop the channel if it died. */

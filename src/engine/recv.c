@@ -26,7 +26,7 @@ static void rx_frames(struct sv_conn *c);
 
 /* ---- the receive machine ---- */
 
-static size_t rbuf_avail(const struct sv_conn *c) { return c->rb_end - c->rb_start; }
+static size_t rbuf_avail(const struct sv_conn *c) { return c->qc->rb_end - c->qc->rb_start; }
 
 /* May this wake-up read the channel once more?  Fairness limits reads; and
  * for an application thread polling, a TCP read that came back short
@@ -38,9 +38,9 @@ static size_t rbuf_avail(const struct sv_conn *c) { return c->rb_end - c->rb_sta
  * ends a poller's reads'). */
 static bool rx_may_read(struct sv_conn *c)
 {
-	if (!c->rx_reads_left || c->rx_drained)
+	if (!c->qc->rx_reads_left || c->qc->rx_drained)
 		return false;
-	c->rx_reads_left--;
+	c->qc->rx_reads_left--;
 	return true;
 }
 
@@ -48,15 +48,15 @@ static ssize_t rx_read_done(struct sv_conn *c, ssize_t r, size_t asked)
 {
 	if (r >= 0 && (size_t)r < asked && (c->caps & SV_CAP_SPIN_TAKE) &&
 	    !sv_node_on_progress_thread(c->node))
-		c->rx_drained = true;
+		c->qc->rx_drained = true;
 	return r;
 }
 
 /* A new wake-up of the receive machine. */
 static void rx_wakeup(struct sv_conn *c)
 {
-	c->rx_reads_left = SV_RX_READS;
-	c->rx_drained = false;
+	c->qc->rx_reads_left = SV_RX_READS;
+	c->qc->rx_drained = false;
 }
 
 /* Refill the staging buffer with up to `want` bytes (sockets: as much as
@@ -73,22 +73,22 @@ static bool rbuf_fill(struct sv_conn *c, size_t want)
 	 * sit unseen, as the socket they came from reports nothing more. */
 	if (!rx_may_read(c))
 		return false;
-	if (c->rb_start == c->rb_end)
-		c->rb_start = c->rb_end = 0;
-	if (c->rb_end == SV_RBUF_LEN) {
-		memmove(c->rbuf, c->rbuf + c->rb_start, rbuf_avail(c));
-		c->rb_end -= c->rb_start;
-		c->rb_start = 0;
+	if (c->qc->rb_start == c->qc->rb_end)
+		c->qc->rb_start = c->qc->rb_end = 0;
+	if (c->qc->rb_end == SV_RBUF_LEN) {
+		memmove(c->qc->rbuf, c->qc->rbuf + c->qc->rb_start, rbuf_avail(c));
+		c->qc->rb_end -= c->qc->rb_start;
+		c->qc->rb_start = 0;
 	}
-	room = SV_RBUF_LEN - c->rb_end;
+	room = SV_RBUF_LEN - c->qc->rb_end;
 	if (want < SV_RING_STAGE)
 		want = SV_RING_STAGE;
 	if ((c->caps & SV_CAP_MAPPED) && want < room)
 		room = want;
-	r = rx_read_done(c, sv_conn_read(c, c->rbuf + c->rb_end, room), room);
+	r = rx_read_done(c, sv_conn_read(c, c->qc->rbuf + c->qc->rb_end, room), room);
 	if (r <= 0)
 		return false;
-	c->rb_end += r;
+	c->qc->rb_end += r;
 	return true;
 }
 
@@ -96,26 +96,26 @@ static bool rbuf_fill(struct sv_conn *c, size_t want)
  * zero tail was not sent): read that much first, then the flags tell. */
 static size_t rx_hdr_want(const struct sv_conn *c)
 {
-	return c->rx_got < SV_WIRE_SHORT_LEN ? SV_WIRE_SHORT_LEN : sv_wire_hdr_len(&c->rx_hdr);
+	return c->qc->rx_got < SV_WIRE_SHORT_LEN ? SV_WIRE_SHORT_LEN : sv_wire_hdr_len(&c->qc->rx_hdr);
 }
 
 static bool rx_header(struct sv_conn *c)
 {
 	size_t want;
 
-	while (c->rx_got < (want = rx_hdr_want(c))) {
-		size_t k = want - c->rx_got;
+	while (c->qc->rx_got < (want = rx_hdr_want(c))) {
+		size_t k = want - c->qc->rx_got;
 
 		if (!rbuf_avail(c) && !rbuf_fill(c, k))
 			return false;
 		if (k > rbuf_avail(c))
 			k = rbuf_avail(c);
-		memcpy((uint8_t *)&c->rx_hdr + c->rx_got, c->rbuf + c->rb_start, k);
-		c->rb_start += k;
-		c->rx_got += k;
+		memcpy((uint8_t *)&c->qc->rx_hdr + c->qc->rx_got, c->qc->rbuf + c->qc->rb_start, k);
+		c->qc->rb_start += k;
+		c->qc->rx_got += k;
 	}
-	if (want < sizeof(c->rx_hdr))
-		memset((uint8_t *)&c->rx_hdr + want, 0, sizeof(c->rx_hdr) - want);
+	if (want < sizeof(c->qc->rx_hdr))
+		memset((uint8_t *)&c->qc->rx_hdr + want, 0, sizeof(c->qc->rx_hdr) - want);
 	return true;
 }
 
@@ -123,8 +123,8 @@ static bool rx_header(struct sv_conn *c)
 static bool rx_direct(struct sv_conn *c)
 {
 	struct iovec iov[SV_PLACE_MAX_SEG];
-	struct sv_place *p = &c->place;
-	size_t want = c->rx_remain;
+	struct sv_place *p = &c->qc->place;
+	size_t want = c->qc->rx_remain;
 	int n = 0;
 	ssize_t r;
 
@@ -147,34 +147,34 @@ static bool rx_direct(struct sv_conn *c)
 	r = sv_conn_readv(c, iov, n);
 	sv_dma_end();
 	sv_mr_unlock();
-	r = rx_read_done(c, r, c->rx_remain - want);
+	r = rx_read_done(c, r, c->qc->rx_remain - want);
 	if (r <= 0)
 		return false;
 	sv_place_advance(p, r);
-	c->rx_remain -= r;
+	c->qc->rx_remain -= r;
 	return true;
 }
 
 static bool rx_payload(struct sv_conn *c)
 {
-	while (c->rx_remain) {
+	while (c->qc->rx_remain) {
 		size_t k = rbuf_avail(c);
 
 		if (k) {
-			if (k > c->rx_remain)
-				k = c->rx_remain;
-			sv_place_copy(&c->place, c->rbuf + c->rb_start, k);
-			c->rb_start += k;
-			c->rx_remain -= k;
+			if (k > c->qc->rx_remain)
+				k = c->qc->rx_remain;
+			sv_place_copy(&c->qc->place, c->qc->rbuf + c->qc->rb_start, k);
+			c->qc->rb_start += k;
+			c->qc->rx_remain -= k;
 			continue;
 		}
-		if (!c->place.discard && (c->rx_remain >= SV_DIRECT_MIN || (c->caps & SV_CAP_MAPPED)) &&
-		    sv_place_left(&c->place) >= c->rx_remain) {
+		if (!c->qc->place.discard && (c->qc->rx_remain >= SV_DIRECT_MIN || (c->caps & SV_CAP_MAPPED)) &&
+		    sv_place_left(&c->qc->place) >= c->qc->rx_remain) {
 			if (!rx_direct(c))
 				return false;
 			continue;
 		}
-		if (!rbuf_fill(c, c->rx_remain))
+		if (!rbuf_fill(c, c->qc->rx_remain))
 			return false;
 	}
 	return true;
@@ -183,7 +183,7 @@ static bool rx_payload(struct sv_conn *c)
 /* Is the channel one of its QP's two (not a candidate, engine/verify.c)? */
 static bool conn_bound(const struct sv_conn *c)
 {
-	return c->qp && (c == c->qp->in || c == c->qp->out);
+	return c->qc->qp && (c == c->qc->qp->in || c == c->qc->qp->out);
 }
 
 /* A peer that breaks the protocol (malformed or hostile frame) moves the QP
@@ -193,11 +193,11 @@ static bool conn_bound(const struct sv_conn *c)
  * never changes the QP. */
 void sv_engine_protocol_error(struct sv_conn *c, const char *why)
 {
-	sv_err("qp %u: protocol error on a%s channel: %s", c->qp ? c->qp->ibqp.qp_base.qp_num : 0,
+	sv_err("qp %u: protocol error on a%s channel: %s", c->qc->qp ? c->qc->qp->ibqp.qp_base.qp_num : 0,
 	       conn_bound(c) ? "" : "n unverified", why);
 	c->dead = true;
-	if (conn_bound(c) && c->rx_hdr.opcode != SV_OP_HELLO_NAK)
-		sv_qp_to_error(c->qp);
+	if (conn_bound(c) && c->qc->rx_hdr.opcode != SV_OP_HELLO_NAK)
+		sv_qp_to_error(c->qc->qp);
 }
 
 /* Requests come in on the inbound channel, responses on the outbound one;
@@ -208,7 +208,7 @@ static bool frame_allowed(struct sv_conn *c, const struct sv_opinfo *oi)
 		return true;
 	if (c->outbound == !!(oi->flags & SV_OPF_RESP))
 		return true;
-	return c->turn_ok;
+	return c->qc->turn_ok;
 }
 
 static bool is_response(const struct sv_wire_hdr *h)
@@ -218,11 +218,11 @@ static bool is_response(const struct sv_wire_hdr *h)
 
 static void rx_begin(struct sv_conn *c)
 {
-	struct sv_qp *qp = c->qp;
+	struct sv_qp *qp = c->qc->qp;
 
-	sv_place_reset(&c->place);
-	c->rx_remain = c->rx_hdr.len;
-	switch (c->rx_hdr.opcode) {
+	sv_place_reset(&c->qc->place);
+	c->qc->rx_remain = c->qc->rx_hdr.len;
+	switch (c->qc->rx_hdr.opcode) {
 	case SV_OP_HELLO:
 		sv_engine_protocol_error(c, "HELLO in the middle of a stream");
 		break;
@@ -236,33 +236,33 @@ static void rx_begin(struct sv_conn *c)
 		sv_engine_protocol_error(c, "peer QP does not exist");
 		break;
 	case SV_OP_VERIFY:
-		if (c->outbound || c->rx_hdr.dst_qpn != qp->ibqp.qp_base.qp_num)
+		if (c->outbound || c->qc->rx_hdr.dst_qpn != qp->ibqp.qp_base.qp_num)
 			sv_engine_protocol_error(c, "unexpected VERIFY");
 		else
 			sv_verify_on_question(qp, c);
 		break;
 	case SV_OP_VERIFY_ACK:
-		if (c != qp->out || c->rx_hdr.src_qpn != qp->peer_qpn)
+		if (c != qp->out || c->qc->rx_hdr.src_qpn != qp->peer_qpn)
 			sv_engine_protocol_error(c, "unexpected VERIFY_ACK");
 		else
 			sv_verify_on_answer(qp, c);
 		break;
 	default:
 		/* every frame is checked against the channel's proven peer */
-		if (c->peer_state != SV_PEER_VERIFIED) {
+		if (c->qc->peer_state != SV_PEER_VERIFIED) {
 			sv_engine_protocol_error(c, "frame before its peer was verified");
 			break;
 		}
-		if (c->rx_hdr.dst_qpn != qp->ibqp.qp_base.qp_num ||
-		    c->rx_hdr.src_qpn != qp->peer_qpn) {
+		if (c->qc->rx_hdr.dst_qpn != qp->ibqp.qp_base.qp_num ||
+		    c->qc->rx_hdr.src_qpn != qp->peer_qpn) {
 			sv_engine_protocol_error(c, "frame for another QP or from another peer");
 			break;
 		}
-		if (is_response(&c->rx_hdr)) {
+		if (is_response(&c->qc->rx_hdr)) {
 			sv_comp_begin(qp, c);
 		} else {
-			if (c->rx_hdr.flags & SV_WF_ACK)
-				sv_comp_ack_carried(qp, c->rx_hdr.ack_psn);
+			if (c->qc->rx_hdr.flags & SV_WF_ACK)
+				sv_comp_ack_carried(qp, c->qc->rx_hdr.ack_psn);
 			sv_resp_begin(qp, c);
 		}
 	}
@@ -270,19 +270,19 @@ static void rx_begin(struct sv_conn *c)
 
 static void rx_end(struct sv_conn *c)
 {
-	const struct sv_opinfo *oi = sv_op_info(c->rx_hdr.opcode);
+	const struct sv_opinfo *oi = sv_op_info(c->qc->rx_hdr.opcode);
 
 	if (oi->flags & SV_OPF_CTRL) {
-		if (c->rx_hdr.opcode == SV_OP_HELLO_ACK)
-			sv_req_kick(c->qp);     /* requests waited for the channel */
+		if (c->qc->rx_hdr.opcode == SV_OP_HELLO_ACK)
+			sv_req_kick(c->qc->qp);     /* requests waited for the channel */
 		return;
 	}
-	if (is_response(&c->rx_hdr)) {
-		if (c->tx_since_rx)
-			__atomic_store_n(&c->tx_since_rx, 0, __ATOMIC_RELAXED);
-		sv_comp_end(c->qp, c);
+	if (is_response(&c->qc->rx_hdr)) {
+		if (c->qc->tx_since_rx)
+			__atomic_store_n(&c->qc->tx_since_rx, 0, __ATOMIC_RELAXED);
+		sv_comp_end(c->qc->qp, c);
 	} else {
-		sv_resp_end(c->qp, c);
+		sv_resp_end(c->qc->qp, c);
 	}
 }
 
@@ -293,13 +293,13 @@ static void rx_end(struct sv_conn *c)
  * responses to its own requests.) */
 static bool resp_room(struct sv_conn *c)
 {
-	return (c->outbound && !c->turn_ok) || SV_RESPQ_LEN - (c->resp_tail - c->resp_head) >= 2;
+	return (c->outbound && !c->qc->turn_ok) || SV_RESPQ_LEN - (c->qc->resp_tail - c->qc->resp_head) >= 2;
 }
 
 /* Did this batch take requests: responses to write, receives to complete? */
 static bool batch_has_requests(const struct sv_conn *c)
 {
-	return !c->outbound || c->ndone || c->resp_tail != c->resp_head;
+	return !c->outbound || c->qc->ndone || c->qc->resp_tail != c->qc->resp_head;
 }
 
 /* Process frames until the channel has nothing more this wake-up, it is
@@ -307,7 +307,7 @@ static bool batch_has_requests(const struct sv_conn *c)
  * batch (ACKs coalesce), then the batch's receive completions appear. */
 void sv_rx_process(struct sv_conn *c)
 {
-	struct sv_qp *qp = c->qp;
+	struct sv_qp *qp = c->qc->qp;
 
 	rx_wakeup(c);
 	for (;;) {
@@ -315,7 +315,7 @@ void sv_rx_process(struct sv_conn *c)
 
 		rx_frames(c);
 		if (c->outbound && (c->caps & SV_CAP_ACK_WORD) && !c->dead && !c->closed)
-			sv_comp_ack_word(c->qp, c);
+			sv_comp_ack_word(c->qc->qp, c);
 		if (c->closed || !batch_has_requests(c))
 			return;
 		was_paused = c->paused;
@@ -334,13 +334,13 @@ static bool rx_next_header(struct sv_conn *c)
 
 	if (!rx_header(c))
 		return false;
-	if (!sv_wire_decode(&c->rx_hdr) ||
-	    !(oi = sv_op_info(c->rx_hdr.opcode)) || !frame_allowed(c, oi)) {
+	if (!sv_wire_decode(&c->qc->rx_hdr) ||
+	    !(oi = sv_op_info(c->qc->rx_hdr.opcode)) || !frame_allowed(c, oi)) {
 		sv_engine_protocol_error(c, "malformed frame");
 		return false;
 	}
-	sv_trace("qp %u rx %s psn %u len %u", c->qp->ibqp.qp_base.qp_num, oi->name,
-		 c->rx_hdr.psn, c->rx_hdr.len);
+	sv_trace("qp %u rx %s psn %u len %u", c->qc->qp->ibqp.qp_base.qp_num, oi->name,
+		 c->qc->rx_hdr.psn, c->qc->rx_hdr.len);
 	return true;
 }
 
@@ -360,9 +360,9 @@ SV_NAME_TABLE(sv_rx_state_name, enum sv_rx_state, SV_RX_NSTATES,
 /* QP lock held; pollers read the state without it. */
 void sv_rx_set(struct sv_conn *c, enum sv_rx_state s)
 {
-	sv_trace("qp %u: rx %s -> %s", c->qp ? c->qp->ibqp.qp_base.qp_num : 0,
-		 sv_rx_state_name(c->rx_state), sv_rx_state_name(s));
-	__atomic_store_n(&c->rx_state, s, __ATOMIC_RELAXED);
+	sv_trace("qp %u: rx %s -> %s", c->qc->qp ? c->qc->qp->ibqp.qp_base.qp_num : 0,
+		 sv_rx_state_name(c->qc->rx_state), sv_rx_state_name(s));
+	__atomic_store_n(&c->qc->rx_state, s, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->input, s == SV_RX_HELD ? SV_INPUT_HELD :
 			 s == SV_RX_READY ? SV_INPUT_STAGED : SV_INPUT_OPEN, __ATOMIC_RELAXED);
 }
@@ -373,26 +373,26 @@ void sv_rx_set(struct sv_conn *c, enum sv_rx_state s)
 static void rx_frames(struct sv_conn *c)
 {
 	while (!c->dead && !c->paused) {
-		if (c->rx_state == SV_RX_HELD)
+		if (c->qc->rx_state == SV_RX_HELD)
 			return;                         /* no input until it is READY */
-		if (c->rx_state != SV_RX_PAYLOAD) {
+		if (c->qc->rx_state != SV_RX_PAYLOAD) {
 			if (!resp_room(c)) {
 				sv_conn_pause(c, true);
 				return;
 			}
-			if (c->rx_state == SV_RX_READY)  /* the held SEND begins again */
+			if (c->qc->rx_state == SV_RX_READY)  /* the held SEND begins again */
 				sv_rx_set(c, SV_RX_HDR);
 			else if (!rx_next_header(c))
 				return;
 			rx_begin(c);
-			if (c->rx_state == SV_RX_HELD || c->dead)
+			if (c->qc->rx_state == SV_RX_HELD || c->dead)
 				return;
 			sv_rx_set(c, SV_RX_PAYLOAD);
 		}
 		if (!rx_payload(c))
 			return;
 		sv_rx_set(c, SV_RX_HDR);
-		c->rx_got = 0;
+		c->qc->rx_got = 0;
 		rx_end(c);
 	}
 }
@@ -404,8 +404,8 @@ static void rx_frames(struct sv_conn *c)
  * were still going out.  They are read before the channel is given up. */
 static void read_last_words(struct sv_conn *c)
 {
-	if ((c->caps & SV_CAP_MAPPED) || c->closed || !c->connected || c->qp->link != SV_LINK_UP ||
-	    c->qp->attr.qp_state == IBV_QPS_ERR)
+	if ((c->caps & SV_CAP_MAPPED) || c->closed || !c->connected || c->qc->qp->link != SV_LINK_UP ||
+	    c->qc->qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	c->dead = false;
 	rx_wakeup(c);
@@ -415,7 +415,7 @@ static void read_last_words(struct sv_conn *c)
 
 void sv_conn_lost(struct sv_conn *c)
 {
-	struct sv_qp *qp = c->qp;
+	struct sv_qp *qp = c->qc->qp;
 
 	if (!conn_bound(c)) {
 		sv_conn_close(c);
@@ -439,12 +439,12 @@ void sv_conn_lost(struct sv_conn *c)
  * socket; everything after it on the rings. */
 bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp)
 {
-	const struct sv_wire_hdr *h = &c->hello;
+	const struct sv_wire_hdr *h = &c->qc->hello;
 	uint64_t seg_va;
-	struct sv_txframe *f = &c->ctrl;
+	struct sv_txframe *f = &c->qc->ctrl;
 
 	sv_xmit_flush(c);            /* an answer to a question may still wait */
-	if (c->ctrl.in_use)
+	if (c->qc->ctrl.in_use)
 		return false;
 	seg_va = sv_conn_rings_take(c, h);
 	sv_frame_init(f, SV_OP_HELLO_ACK, h->src_qpn, h->dst_qpn, 0);
@@ -460,11 +460,20 @@ bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp)
 	}
 	sv_wire_encode(&f->hdr);
 	sv_xmit_flush(c);
-	if (c->ctrl.in_use)
+	if (c->qc->ctrl.in_use)
 		return false;        /* a fresh socket takes 64 bytes; anything else is broken */
-	if (seg_va)
+	if (seg_va) {
 		sv_conn_shm_start(c);
+		sv_rx_on_rings(c);
+	}
 	return true;
+}
+
+/* The channel switched to rings: the socket carries only doorbell bytes
+ * after the HELLO, so the staging buffer holds nothing of use. */
+void sv_rx_on_rings(struct sv_conn *c)
+{
+	c->qc->rb_start = c->qc->rb_end = 0;
 }
 
 /* May a HELLO for `qp` from `src_qpn` wait for its proof?  Not if the QP
@@ -483,7 +492,7 @@ static void attach_inbound(struct sv_conn *c)
 {
 	struct sv_node *node = c->node;
 	struct sv_qp *qp;
-	struct sv_wire_hdr *h = &c->rx_hdr;
+	struct sv_wire_hdr *h = &c->qc->rx_hdr;
 
 	rx_wakeup(c);
 	if (!rx_header(c)) {
@@ -491,7 +500,7 @@ static void attach_inbound(struct sv_conn *c)
 			sv_conn_close(c);
 		return;
 	}
-	c->rx_got = 0;
+	c->qc->rx_got = 0;
 	if (!sv_wire_decode(h) || h->opcode != SV_OP_HELLO || h->len) {
 		sv_conn_close(c);
 		return;
@@ -509,7 +518,7 @@ static void attach_inbound(struct sv_conn *c)
 		sv_conn_close(c);
 		return;
 	}
-	c->hello = *h;
+	c->qc->hello = *h;
 	sv_verify_attach(qp, c);
 	/* questions may have come with the HELLO */
 	if (!c->dead && !c->closed)
@@ -529,10 +538,10 @@ static void on_connect_done(struct sv_conn *c)
 		return;
 	}
 	c->connected = true;
-	sv_engine_drive_register(c, c->qp->scq);
-	sv_req_on_connected(c->qp);
-	if (c->turn_ok)          /* the peer's requests may come in here */
-		sv_engine_drive_register_also(c, c->qp->rcq);
+	sv_engine_drive_register(c, c->qc->qp->scq);
+	sv_req_on_connected(c->qc->qp);
+	if (c->qc->turn_ok)          /* the peer's requests may come in here */
+		sv_engine_drive_register_also(c, c->qc->qp->rcq);
 }
 
 /* Serve a channel's events; its QP's lock is held. */
@@ -601,7 +610,7 @@ static bool lock_or_defer(struct sv_conn *c, struct sv_qp *qp, uint32_t *events)
 
 void sv_engine_on_conn(struct sv_conn *c, uint32_t events)
 {
-	struct sv_qp *qp = c->qp;
+	struct sv_qp *qp = c->qc->qp;
 
 	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE))
 		return;
@@ -611,7 +620,7 @@ void sv_engine_on_conn(struct sv_conn *c, uint32_t events)
 	}
 	/* connecting, or not verified: rare, wait for the lock (only the
 	 * QP's two channels are left to its holder) */
-	if (!c->connected || __atomic_load_n(&c->peer_state, __ATOMIC_ACQUIRE) != SV_PEER_VERIFIED)
+	if (!c->connected || __atomic_load_n(&c->qc->peer_state, __ATOMIC_ACQUIRE) != SV_PEER_VERIFIED)
 		pthread_mutex_lock(&qp->lock);
 	else if (!lock_or_defer(c, qp, &events))
 		return;

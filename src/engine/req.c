@@ -54,14 +54,14 @@ static enum ibv_wc_status add_pull(struct sv_qp *qp, struct sv_swqe *w, struct s
 	for (uint32_t i = 0, k = 0; i < w->num_sge && k < (uint32_t)n; i++) {
 		if (!w->sge[i].length)
 			continue;
-		c->pull_tx[k].addr = (uintptr_t)iov[k].iov_base;
-		c->pull_tx[k].len = (uint32_t)iov[k].iov_len;
-		c->pull_tx[k].key = w->sge[i].lkey;
+		c->qc->pull_tx[k].addr = (uintptr_t)iov[k].iov_base;
+		c->qc->pull_tx[k].len = (uint32_t)iov[k].iov_len;
+		c->qc->pull_tx[k].key = w->sge[i].lkey;
 		k++;
 	}
 	f->hdr.flags |= SV_WF_PULL;
 	f->hdr.rlen = total;
-	sv_frame_add(f, c->pull_tx, n * sizeof(c->pull_tx[0]));
+	sv_frame_add(f, c->qc->pull_tx, n * sizeof(c->qc->pull_tx[0]));
 	return IBV_WC_SUCCESS;
 }
 
@@ -280,8 +280,8 @@ void sv_req_rewind(struct sv_qp *qp, uint32_t idx)
 	for (int i = 0; i < 2; i++) {
 		struct sv_conn *c = i ? qp->in : qp->out;
 
-		if (c && c->req.in_use && !c->req.done)
-			c->req.in_use = false;
+		if (c && c->qc->req.in_use && !c->qc->req.done)
+			c->qc->req.in_use = false;
 	}
 	/* Frames already written may still reach the peer: no change of
 	 * channel until it acknowledges one sent from now on (comp.c). */
@@ -371,9 +371,9 @@ static bool turn_wanted(struct sv_qp *qp)
 	uint32_t me = qp->ibqp.qp_base.qp_num;
 	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
 
-	if (!in || !in->turn_ok || in->dead || in->closed || in->paused ||
+	if (!in || !in->qc->turn_ok || in->dead || in->closed || in->paused ||
 	    qp->ibqp.qp_base.qp_type != IBV_QPT_RC ||
-	    __atomic_load_n(&in->ack_streak, __ATOMIC_RELAXED) < SV_ACK_STREAK)
+	    __atomic_load_n(&in->qc->ack_streak, __ATOMIC_RELAXED) < SV_ACK_STREAK)
 		return false;
 	if (me != qp->peer_qpn)
 		return me < qp->peer_qpn;
@@ -385,7 +385,7 @@ static void choose_channel(struct sv_qp *qp)
 	bool turn;
 
 	if (qp->sq.head != qp->sq.next || qp->rnr_wait || qp->req_unsettled ||
-	    (qp->out && qp->out->req.in_use) || (qp->in && qp->in->req.in_use))
+	    (qp->out && qp->out->qc->req.in_use) || (qp->in && qp->in->qc->req.in_use))
 		return;
 	turn = turn_wanted(qp);
 	if (turn != qp->req_turned) {
@@ -475,9 +475,9 @@ void sv_req_start_link(struct sv_qp *qp)
 		sv_req_link_failed(qp);
 		return;
 	}
-	c->qp = qp;
-	c->peer_state = SV_PEER_VERIFIED;     /* we reached the configured peer */
-	c->nonce = sv_verify_nonce();
+	c->qc->qp = qp;
+	c->qc->peer_state = SV_PEER_VERIFIED;     /* we reached the configured peer */
+	c->qc->nonce = sv_verify_nonce();
 	if (sv_conn_start(c)) {
 		sv_conn_free_unstarted(c);
 		sv_req_link_failed(qp);
@@ -490,7 +490,7 @@ void sv_req_start_link(struct sv_qp *qp)
 void sv_req_on_connected(struct sv_qp *qp)
 {
 	struct sv_conn *c = qp->out;
-	struct sv_txframe *f = &c->ctrl;
+	struct sv_txframe *f = &c->qc->ctrl;
 	/* rings (and our segment) for a same-host peer of our own user only */
 	uint64_t seg_va = sv_conn_rings_offer(c);
 
@@ -498,14 +498,14 @@ void sv_req_on_connected(struct sv_qp *qp)
 	qp->link_deadline = 0;
 	sv_qp_timer_update(qp);
 	sv_frame_init(f, SV_OP_HELLO, qp->peer_qpn, qp->ibqp.qp_base.qp_num, 0);
-	f->hdr.data0 = c->nonce;              /* the peer asks us about it (verify.c) */
+	f->hdr.data0 = c->qc->nonce;              /* the peer asks us about it (verify.c) */
 	if (seg_va) {
 		f->hdr.flags |= SV_WF_SHM;
 		f->hdr.va = seg_va;                   /* lets the responder probe us */
 	}
 	if ((c->caps & SV_CAP_TURN) && qp->ibqp.qp_base.qp_type == IBV_QPT_RC) {
 		f->hdr.flags |= SV_WF_TURN;         /* the peer's requests may come here */
-		c->turn_ok = true;
+		c->qc->turn_ok = true;
 	}
 	sv_wire_encode(&f->hdr);
 	sv_xmit_flush(c);
@@ -514,8 +514,10 @@ void sv_req_on_connected(struct sv_qp *qp)
 
 void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
 {
-	if (sv_conn_rings_answered(c, &c->rx_hdr, qp->ibqp.qp_base.qp_type == IBV_QPT_RC))
+	if (sv_conn_rings_answered(c, &c->qc->rx_hdr, qp->ibqp.qp_base.qp_type == IBV_QPT_RC)) {
+		sv_rx_on_rings(c);
 		sv_engine_drive_register(c, qp->scq);
+	}
 	sv_info("qp %u: link up (%s%s)", qp->ibqp.qp_base.qp_num, sv_conn_kind_name(c),
 		c->cma_ok ? ", cross-memory attach" : "");
 	sv_link_set(qp, SV_LINK_UP);
@@ -547,13 +549,13 @@ void sv_engine_qp_teardown(struct sv_qp *qp)
 
 		if (!c)
 			continue;
-		if (c->ack_held) {               /* the requests were carried out */
+		if (c->qc->ack_held) {               /* the requests were carried out */
 			sv_xmit_ack_release(c);
 			sv_xmit_flush(c);
 		}
-		for (int k = 0; k < c->ndone; k++)
-			sv_cq_push(qp->rcq, &c->done[k], c->done_solicited[k]);
-		c->ndone = 0;
+		for (int k = 0; k < c->qc->ndone; k++)
+			sv_cq_push(qp->rcq, &c->qc->done[k], c->qc->done_solicited[k]);
+		c->qc->ndone = 0;
 	}
 	if (qp->out)
 		sv_conn_close(qp->out);

@@ -68,10 +68,10 @@ static void place_into_rwqe(struct sv_qp *qp, struct sv_conn *c, uint32_t len)
 	enum ibv_wc_status st;
 	size_t total;
 
-	st = sv_place_sges(&c->place, qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_WRITE,
+	st = sv_place_sges(&c->qc->place, qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_WRITE,
 			   &total);
 	if (!rwqe_fits(qp, st, total, len))
-		c->place.discard = true;
+		c->qc->place.discard = true;
 }
 
 /* A pulled SEND: the frame carries (addr, len) descriptors; the data is read
@@ -103,10 +103,10 @@ static void pull_begin(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire
 	if (!rwqe_fits(qp, st, total, h->rlen))
 		return;
 	qp->rctx.pull = true;
-	c->place.seg[0].iov_base = c->pull_rx;
-	c->place.seg[0].iov_len = h->len;
-	c->place.nseg = 1;
-	c->place.discard = false;
+	c->qc->place.seg[0].iov_base = c->qc->pull_rx;
+	c->qc->place.seg[0].iov_len = h->len;
+	c->qc->place.nseg = 1;
+	c->qc->place.discard = false;
 }
 
 /* Copy the pulled message into the receive buffer, translated again with
@@ -124,7 +124,7 @@ static ssize_t pull_copy(struct sv_qp *qp, struct sv_conn *c, const struct sv_wi
 		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
 		return 0;
 	}
-	r = sv_conn_pull(c, n, qp->rctx.dst, qp->rctx.ndst, h->rlen);
+	r = sv_conn_pull(c, c->qc->pull_rx, n, qp->rctx.dst, qp->rctx.ndst, h->rlen);
 	sv_mr_unlock();
 	return r;
 }
@@ -136,7 +136,7 @@ static void pull_end(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_h
 	ssize_t r;
 
 	for (int i = 0; i < n; i++)
-		sum += c->pull_rx[i].len;
+		sum += c->qc->pull_rx[i].len;
 	r = sum == h->rlen ? pull_copy(qp, c, h, n) : -EINVAL;
 	if (r < 0) {
 		/* the requester's own memory failed: its request was invalid */
@@ -276,7 +276,7 @@ static bool rnr_hold(struct sv_qp *qp, struct sv_conn *c)
 {
 	if (!(c->caps & SV_CAP_HOLD) || !is_rc(qp) || qp->srq || qp->rnr_hold_over)
 		return false;
-	if (c->rx_state != SV_RX_HELD)
+	if (c->qc->rx_state != SV_RX_HELD)
 		qp->rnr_hold_since = sv_now_ns();
 	sv_rx_set(c, SV_RX_HELD);
 	if (!qp->rnr_hold_deadline) {
@@ -290,7 +290,7 @@ static bool rnr_hold(struct sv_qp *qp, struct sv_conn *c)
 /* A receive was posted: the held SEND, if any, is input again. */
 void sv_resp_rnr_resume(struct sv_qp *qp)
 {
-	if (qp->in && qp->in->rx_state == SV_RX_HELD)
+	if (qp->in && qp->in->qc->rx_state == SV_RX_HELD)
 		sv_rx_set(qp->in, SV_RX_READY);
 }
 
@@ -302,10 +302,10 @@ void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now)
 	uint64_t t = sv_rnr_timer_ns(qp->attr.min_rnr_timer);
 
 	qp->rnr_hold_deadline = 0;
-	if (!c || (c->rx_state != SV_RX_HELD && c->rx_state != SV_RX_READY) ||
+	if (!c || (c->qc->rx_state != SV_RX_HELD && c->qc->rx_state != SV_RX_READY) ||
 	    c->closed || c->dead)
 		return;
-	if (c->rx_state == SV_RX_HELD) {
+	if (c->qc->rx_state == SV_RX_HELD) {
 		if (now - qp->rnr_hold_since < t) {     /* a later hold: its own time */
 			qp->rnr_hold_deadline = qp->rnr_hold_since + t;
 			return;
@@ -318,7 +318,7 @@ void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now)
 
 void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 {
-	const struct sv_wire_hdr *h = &c->rx_hdr;
+	const struct sv_wire_hdr *h = &c->qc->rx_hdr;
 	const struct sv_opinfo *oi = sv_op_info(h->opcode);
 	uint32_t qpt = is_rc(qp) ? SV_QPT_RC : SV_QPT_UC;
 
@@ -371,7 +371,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 		break;
 	case SV_OP_WRITE:
 	case SV_OP_WRITE_IMM:
-		if (!sv_place_mr(&c->place, qp->ibqp.qp_base.pd, h->rkey, h->va, h->len,
+		if (!sv_place_mr(&c->qc->place, qp->ibqp.qp_base.pd, h->rkey, h->va, h->len,
 				 SV_REMOTE_WRITE))
 			resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
 		break;
@@ -391,9 +391,9 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 void sv_resp_batch_end(struct sv_qp *qp, struct sv_conn *c)
 {
 	sv_xmit_flush(c);
-	for (int i = 0; i < c->ndone; i++)
-		sv_cq_push(qp->rcq, &c->done[i], c->done_solicited[i]);
-	c->ndone = 0;
+	for (int i = 0; i < c->qc->ndone; i++)
+		sv_cq_push(qp->rcq, &c->qc->done[i], c->qc->done_solicited[i]);
+	c->qc->ndone = 0;
 }
 
 static void complete_recv(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
@@ -415,10 +415,10 @@ static void complete_recv(struct sv_qp *qp, struct sv_conn *c, const struct sv_w
 	}
 	if (qp->attr.ah_attr.is_global)
 		wc.wc_flags |= IBV_WC_GRH;
-	if (c->ndone == (int)(sizeof(c->done) / sizeof(c->done[0])))
+	if (c->qc->ndone == (int)(sizeof(c->qc->done) / sizeof(c->qc->done[0])))
 		sv_resp_batch_end(qp, c);
-	c->done[c->ndone] = wc;
-	c->done_solicited[c->ndone++] = h->flags & SV_WF_SOLICITED;
+	c->qc->done[c->qc->ndone] = wc;
+	c->qc->done_solicited[c->qc->ndone++] = h->flags & SV_WF_SOLICITED;
 }
 
 /* Its memory was deregistered while the payload arrived: the rest was
@@ -441,12 +441,12 @@ static bool ack_may_wait(struct sv_qp *qp, struct sv_conn *c, const struct sv_wi
 {
 	return (c->caps & SV_CAP_TURN) && qp->out && qp->out->connected &&
 	       (!h->ack_tmo || h->ack_tmo >= SV_ACK_HOLD_MIN_TMO) &&
-	       c->ack_held_n < SV_ACK_HOLD_MAX;
+	       c->qc->ack_held_n < SV_ACK_HOLD_MAX;
 }
 
 void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 {
-	const struct sv_wire_hdr *h = &c->rx_hdr;
+	const struct sv_wire_hdr *h = &c->qc->rx_hdr;
 
 	/* One request at a time: requests change channel only when none is
 	 * in flight (req.c).  A frame that ends after another began on the
@@ -459,7 +459,7 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 
 	if (qp->rctx.pull && !qp->rctx.drop && !qp->rctx.nak)
 		pull_end(qp, c, h);
-	if (c->place.revoked && !qp->rctx.nak)
+	if (c->qc->place.revoked && !qp->rctx.nak)
 		place_revoked(qp, h);
 	if (qp->rctx.nak) {
 		sv_xmit_nak(c, qp, h->psn, qp->rctx.nak, 0);
@@ -470,15 +470,15 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 		/* A READ response before it lost its memory mid-frame and took
 		 * the channel, and the NAK, with it (xmit.c): the requester asks
 		 * again and gets the NAK then. */
-		if (!c->mr_lost)
+		if (!c->qc->mr_lost)
 			sv_qp_to_error(qp);
 		return;
 	}
 	if (!qp->rctx.drop && is_rc(qp))
 		qp->epsn = (qp->epsn + 1) & 0xffffff;
 	/* spinning pollers wait for requests that complete receives only */
-	if (c->rx_completes != qp->rctx.have_wqe)
-		__atomic_store_n(&c->rx_completes, qp->rctx.have_wqe, __ATOMIC_RELAXED);
+	if (c->qc->rx_completes != qp->rctx.have_wqe)
+		__atomic_store_n(&c->qc->rx_completes, qp->rctx.have_wqe, __ATOMIC_RELAXED);
 	if (qp->rctx.ack && !(sv_opinfo[h->opcode].flags & (SV_OPF_ATOMIC)) &&
 	    h->opcode != SV_OP_READ_REQ) {
 		if (ack_may_wait(qp, c, h))

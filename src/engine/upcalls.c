@@ -2,6 +2,7 @@
 #include "engine/engine.h"
 
 const struct sv_upcalls sv_engine_upcalls = {
+	.chan_size = sizeof(struct sv_qpchan),
 	.chan_ready = sv_engine_on_conn,
 	.pending_expired = sv_engine_pending_expired,
 	.dgram = sv_engine_on_dgram,

@@ -42,9 +42,9 @@ uint64_t sv_verify_nonce(void)
 
 static void set_state(struct sv_conn *c, enum sv_peer_state s)
 {
-	sv_info("qp %u: inbound channel from qp %u: %s -> %s", c->qp->ibqp.qp_base.qp_num,
-		c->hello.src_qpn, sv_peer_state_name(c->peer_state), sv_peer_state_name(s));
-	__atomic_store_n(&c->peer_state, s, __ATOMIC_RELEASE);   /* on_conn reads it unlocked */
+	sv_info("qp %u: inbound channel from qp %u: %s -> %s", c->qc->qp->ibqp.qp_base.qp_num,
+		c->qc->hello.src_qpn, sv_peer_state_name(c->qc->peer_state), sv_peer_state_name(s));
+	__atomic_store_n(&c->qc->peer_state, s, __ATOMIC_RELEASE);   /* on_conn reads it unlocked */
 }
 
 /* The candidates of `qp`, oldest first. */
@@ -58,7 +58,7 @@ static int candidates(struct sv_qp *qp, struct sv_conn **out)
 	sv_list_for_each_safe(pos, tmp, &node->pending) {
 		struct sv_conn *c = sv_container_of(pos, struct sv_conn, pending_link);
 
-		if (c->qp == qp && !__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) &&
+		if (c->qc->qp == qp && !__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) &&
 		    n < SV_CANDS_MAX)
 			out[n++] = c;
 	}
@@ -69,8 +69,8 @@ static int candidates(struct sv_qp *qp, struct sv_conn **out)
 
 static void drop(struct sv_conn *c, const char *why)
 {
-	sv_info("qp %u: inbound channel claiming qp %u closed: %s", c->qp->ibqp.qp_base.qp_num,
-		c->hello.src_qpn, why);
+	sv_info("qp %u: inbound channel claiming qp %u closed: %s", c->qc->qp->ibqp.qp_base.qp_num,
+		c->qc->hello.src_qpn, why);
 	sv_conn_close(c);
 }
 
@@ -88,8 +88,8 @@ static void bind_channel(struct sv_qp *qp, struct sv_conn *c)
 		sv_req_turned_lost(qp);
 	}
 	qp->in = c;
-	c->turn_ok = (c->hello.flags & SV_WF_TURN) && (c->caps & SV_CAP_TURN);
-	c->resp_head = c->resp_tail = 0;
+	c->qc->turn_ok = (c->qc->hello.flags & SV_WF_TURN) && (c->caps & SV_CAP_TURN);
+	c->qc->resp_head = c->qc->resp_tail = 0;
 	if (!sv_rx_answer_hello(c, qp)) {
 		sv_conn_lost(c);
 		return;
@@ -104,11 +104,11 @@ static void ask(struct sv_qp *qp, struct sv_conn *c)
 {
 	struct sv_conn *out = qp->out;
 
-	if (!out || !out->connected || out->dead || out->ctrl.in_use ||
+	if (!out || !out->connected || out->dead || out->qc->ctrl.in_use ||
 	    (qp->link != SV_LINK_HELLO && qp->link != SV_LINK_UP))
 		return;
 	set_state(c, SV_PEER_ASKED);
-	sv_xmit_ctrl(out, SV_OP_VERIFY, qp->peer_qpn, qp->ibqp.qp_base.qp_num, c->nonce, 0);
+	sv_xmit_ctrl(out, SV_OP_VERIFY, qp->peer_qpn, qp->ibqp.qp_base.qp_num, c->qc->nonce, 0);
 }
 
 /* One candidate, after a change of the QP or of the candidate. */
@@ -118,13 +118,13 @@ static void advance(struct sv_qp *qp, struct sv_conn *c, bool ask_again)
 
 	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR)
 		return;                        /* nothing binds before RTR */
-	if (c->hello.src_qpn != qp->peer_qpn) {
+	if (c->qc->hello.src_qpn != qp->peer_qpn) {
 		drop(c, "not the QP's peer");
 		return;
 	}
 	if (sv_conn_same_user(c))
 		bind_channel(qp, c);
-	else if (c->peer_state == SV_PEER_CLAIMED || ask_again)
+	else if (c->qc->peer_state == SV_PEER_CLAIMED || ask_again)
 		ask(qp, c);
 }
 
@@ -147,9 +147,9 @@ void sv_verify_attach(struct sv_qp *qp, struct sv_conn *c)
 	struct sv_node *node = c->node;
 
 	pthread_mutex_lock(&node->lock);        /* candidates() reads it */
-	c->qp = qp;
+	c->qc->qp = qp;
 	pthread_mutex_unlock(&node->lock);
-	c->nonce = c->hello.data0;
+	c->qc->nonce = c->qc->hello.data0;
 	set_state(c, SV_PEER_CLAIMED);
 	advance(qp, c, false);
 }
@@ -158,16 +158,16 @@ void sv_verify_attach(struct sv_qp *qp, struct sv_conn *c)
  * outbound channel to it carried this nonce. */
 void sv_verify_on_question(struct sv_qp *qp, struct sv_conn *c)
 {
-	const struct sv_wire_hdr *h = &c->rx_hdr;
+	const struct sv_wire_hdr *h = &c->qc->rx_hdr;
 	struct sv_conn *out = qp->out;
-	bool yes = out && out->nonce == h->data0 && qp->peer_qpn == h->src_qpn &&
+	bool yes = out && out->qc->nonce == h->data0 && qp->peer_qpn == h->src_qpn &&
 		   qp->attr.qp_state >= IBV_QPS_RTR && qp->attr.qp_state != IBV_QPS_ERR;
 
-	if (h->src_qpn != c->hello.src_qpn && c->peer_state != SV_PEER_VERIFIED) {
+	if (h->src_qpn != c->qc->hello.src_qpn && c->qc->peer_state != SV_PEER_VERIFIED) {
 		sv_engine_protocol_error(c, "VERIFY from another QP than its HELLO's");
 		return;
 	}
-	if (c->ctrl.in_use)
+	if (c->qc->ctrl.in_use)
 		return;              /* the asker's candidate expires; its peer reconnects */
 	sv_xmit_ctrl(c, SV_OP_VERIFY_ACK, h->src_qpn, qp->ibqp.qp_base.qp_num, h->data0, yes);
 }
@@ -175,14 +175,14 @@ void sv_verify_on_question(struct sv_qp *qp, struct sv_conn *c)
 /* On our outbound channel: the answer about one of our candidates. */
 void sv_verify_on_answer(struct sv_qp *qp, struct sv_conn *out)
 {
-	const struct sv_wire_hdr *h = &out->rx_hdr;
+	const struct sv_wire_hdr *h = &out->qc->rx_hdr;
 	struct sv_conn *cands[SV_CANDS_MAX];
 	int n = candidates(qp, cands);
 
 	for (int i = 0; i < n; i++) {
 		struct sv_conn *c = cands[i];
 
-		if (c->closed || c->peer_state != SV_PEER_ASKED || c->nonce != h->data0)
+		if (c->closed || c->qc->peer_state != SV_PEER_ASKED || c->qc->nonce != h->data0)
 			continue;
 		if (h->imm == 1)
 			bind_channel(qp, c);
@@ -205,7 +205,7 @@ void sv_verify_drop_all(struct sv_qp *qp)
 /* node.c's reaper: a channel that has not proven its peer in time. */
 void sv_engine_pending_expired(struct sv_conn *c)
 {
-	struct sv_qp *qp = c->qp;
+	struct sv_qp *qp = c->qc->qp;
 
 	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE))
 		return;
@@ -214,7 +214,7 @@ void sv_engine_pending_expired(struct sv_conn *c)
 		return;
 	}
 	pthread_mutex_lock(&qp->lock);
-	if (!c->closed && c->peer_state != SV_PEER_VERIFIED)
+	if (!c->closed && c->qc->peer_state != SV_PEER_VERIFIED)
 		drop(c, "no proof in time");
 	pthread_mutex_unlock(&qp->lock);
 }

@@ -83,13 +83,13 @@ static int frame_mr_hold(struct sv_conn *c, struct sv_txframe *f)
 		return 1;
 	}
 	sv_mr_unlock();
-	sv_info("qp %u: READ response psn %u lost its memory%s", c->qp->ibqp.qp_base.qp_num,
+	sv_info("qp %u: READ response psn %u lost its memory%s", c->qc->qp->ibqp.qp_base.qp_num,
 		SV_WIRE_GET32(f->hdr.psn), f->done ? " mid-frame, channel closed" : ": NAK");
 	if (!f->done) {
 		frame_to_nak(f);
 		return -1;
 	}
-	c->mr_lost = true;
+	c->qc->mr_lost = true;
 	sv_conn_lost(c);
 	return 0;
 }
@@ -147,9 +147,9 @@ static bool frame_write(struct sv_conn *c, struct sv_txframe *f)
 
 static struct sv_txframe *resp_slot(struct sv_conn *c)
 {
-	if (c->resp_tail - c->resp_head >= SV_RESPQ_LEN)
+	if (c->qc->resp_tail - c->qc->resp_head >= SV_RESPQ_LEN)
 		return NULL;
-	return &c->resp[c->resp_tail % SV_RESPQ_LEN];
+	return &c->qc->resp[c->qc->resp_tail % SV_RESPQ_LEN];
 }
 
 /* Any other response goes after the ACK held before it. */
@@ -163,9 +163,9 @@ static struct sv_txframe *last_unsent_resp(struct sv_conn *c)
 {
 	struct sv_txframe *f;
 
-	if (c->resp_tail == c->resp_head)
+	if (c->qc->resp_tail == c->qc->resp_head)
 		return NULL;
-	f = &c->resp[(c->resp_tail - 1) % SV_RESPQ_LEN];
+	f = &c->qc->resp[(c->qc->resp_tail - 1) % SV_RESPQ_LEN];
 	return f->done ? NULL : f;
 }
 
@@ -182,7 +182,7 @@ struct sv_txframe *sv_xmit_rd_resp_slot(struct sv_conn *c, uint32_t psn)
 	f = last_unsent_resp(c);
 	if (f && f->hdr.opcode == SV_OP_ACK &&
 	    sv_psn_le(SV_WIRE_GET32(f->hdr.psn), (psn - 1) & 0xffffff)) {
-		c->resp_tail--;
+		c->qc->resp_tail--;
 		return f;
 	}
 	return resp_slot(c);
@@ -191,7 +191,7 @@ struct sv_txframe *sv_xmit_rd_resp_slot(struct sv_conn *c, uint32_t psn)
 void sv_xmit_resp_commit(struct sv_conn *c, struct sv_txframe *f)
 {
 	frame_seal(f);
-	c->resp_tail++;
+	c->qc->resp_tail++;
 }
 
 static void queue_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
@@ -215,8 +215,8 @@ void sv_xmit_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
 	/* Ring channels acknowledge in the ring, published by the next flush
 	 * (before the frames queued after it). */
 	if (c->caps & SV_CAP_ACK_WORD) {
-		c->ack_word_pending = true;
-		c->ack_word_psn = psn;
+		c->qc->ack_word_pending = true;
+		c->qc->ack_word_psn = psn;
 		return;
 	}
 	sv_xmit_ack_release(c);
@@ -241,10 +241,10 @@ void sv_xmit_ack(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
 /* Tell pollers of the channel's CQs and the slower verbs to look. */
 static void mark_held(struct sv_conn *c)
 {
-	if (c->drive_cq)
-		__atomic_store_n(&c->drive_cq->acks_held, true, __ATOMIC_SEQ_CST);
-	if (c->drive_cq2)
-		__atomic_store_n(&c->drive_cq2->acks_held, true, __ATOMIC_SEQ_CST);
+	if (c->qc->drive_cq)
+		__atomic_store_n(&c->qc->drive_cq->acks_held, true, __ATOMIC_SEQ_CST);
+	if (c->qc->drive_cq2)
+		__atomic_store_n(&c->qc->drive_cq2->acks_held, true, __ATOMIC_SEQ_CST);
 	sv_engine_acks_held_mark();
 }
 
@@ -254,26 +254,26 @@ static void mark_held(struct sv_conn *c)
  * request comes before the poller goes idle, the streak grows. */
 void sv_xmit_ack_maybe_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
 {
-	if (c->ack_held || c->ack_streak >= SV_ACK_STREAK) {
+	if (c->qc->ack_held || c->qc->ack_streak >= SV_ACK_STREAK) {
 		sv_xmit_ack_hold(c, qp, psn);
 		return;
 	}
 	sv_xmit_ack(c, qp, psn);
-	__atomic_store_n(&c->ack_carriable, true, __ATOMIC_SEQ_CST);   /* pollers read it */
+	__atomic_store_n(&c->qc->ack_carriable, true, __ATOMIC_SEQ_CST);   /* pollers read it */
 	mark_held(c);        /* an empty poll ends the chance (drive.c looks) */
 }
 
 /* Our requester builds a request: it carries the ACK held, if any. */
 bool sv_xmit_ack_carry(struct sv_conn *c, uint32_t *psn)
 {
-	if (c->ack_carriable || c->ack_held) {
-		__atomic_store_n(&c->ack_carriable, false, __ATOMIC_SEQ_CST);
-		if (c->ack_streak < SV_ACK_STREAK)     /* pollers read it (drive.c) */
-			__atomic_store_n(&c->ack_streak, c->ack_streak + 1, __ATOMIC_RELAXED);
+	if (c->qc->ack_carriable || c->qc->ack_held) {
+		__atomic_store_n(&c->qc->ack_carriable, false, __ATOMIC_SEQ_CST);
+		if (c->qc->ack_streak < SV_ACK_STREAK)     /* pollers read it (drive.c) */
+			__atomic_store_n(&c->qc->ack_streak, c->qc->ack_streak + 1, __ATOMIC_RELAXED);
 	}
 	if (!sv_xmit_ack_take(c, psn))
 		return false;
-	c->ack_carried = true;
+	c->qc->ack_carried = true;
 	return true;
 }
 
@@ -306,9 +306,9 @@ void sv_xmit_ack_recover(struct sv_qp *qp)
 	for (int i = 0; i < 2; i++) {
 		struct sv_conn *c = i ? qp->out : qp->in;
 
-		if (!c || !c->ack_carried || (c->caps & SV_CAP_ACK_WORD))
+		if (!c || !c->qc->ack_carried || (c->caps & SV_CAP_ACK_WORD))
 			continue;
-		c->ack_carried = false;
+		c->qc->ack_carried = false;
 		sv_xmit_ack_release(c);
 		queue_ack(c, qp, (qp->epsn - 1) & 0xffffff);
 		/* not from inside the fill of this channel's next request:
@@ -320,11 +320,11 @@ void sv_xmit_ack_recover(struct sv_qp *qp)
 
 void sv_xmit_ack_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
 {
-	c->ack_held_psn = psn;
-	c->ack_held_n++;
-	if (c->ack_held)
+	c->qc->ack_held_psn = psn;
+	c->qc->ack_held_n++;
+	if (c->qc->ack_held)
 		return;
-	__atomic_store_n(&c->ack_held, true, __ATOMIC_SEQ_CST);   /* before mark_held */
+	__atomic_store_n(&c->qc->ack_held, true, __ATOMIC_SEQ_CST);   /* before mark_held */
 	mark_held(c);
 	if (!qp->ack_held_deadline) {
 		qp->ack_held_deadline = sv_now_ns_upper() + SV_ACK_HOLD_NS;
@@ -334,12 +334,12 @@ void sv_xmit_ack_hold(struct sv_conn *c, struct sv_qp *qp, uint32_t psn)
 
 bool sv_xmit_ack_take(struct sv_conn *c, uint32_t *psn)
 {
-	if (!c->ack_held)
+	if (!c->qc->ack_held)
 		return false;
-	*psn = c->ack_held_psn;
-	c->ack_held_n = 0;
-	c->ack_takes++;
-	__atomic_store_n(&c->ack_held, false, __ATOMIC_RELAXED);
+	*psn = c->qc->ack_held_psn;
+	c->qc->ack_held_n = 0;
+	c->qc->ack_takes++;
+	__atomic_store_n(&c->qc->ack_held, false, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -348,11 +348,11 @@ void sv_xmit_ack_release(struct sv_conn *c)
 {
 	uint32_t psn;
 
-	if (c->ack_carriable)
-		__atomic_store_n(&c->ack_carriable, false, __ATOMIC_SEQ_CST);
-	if (c->qp && sv_xmit_ack_take(c, &psn)) {
-		__atomic_store_n(&c->ack_streak, 0, __ATOMIC_RELAXED);
-		queue_ack(c, c->qp, psn);
+	if (c->qc->ack_carriable)
+		__atomic_store_n(&c->qc->ack_carriable, false, __ATOMIC_SEQ_CST);
+	if (c->qc->qp && sv_xmit_ack_take(c, &psn)) {
+		__atomic_store_n(&c->qc->ack_streak, 0, __ATOMIC_RELAXED);
+		queue_ack(c, c->qc->qp, psn);
 	}
 }
 
@@ -371,7 +371,7 @@ void sv_xmit_nak(struct sv_conn *c, struct sv_qp *qp, uint32_t psn, enum sv_nak 
 
 static struct sv_txframe *first_resp(struct sv_conn *c)
 {
-	return c->resp_head != c->resp_tail ? &c->resp[c->resp_head % SV_RESPQ_LEN] : NULL;
+	return c->qc->resp_head != c->qc->resp_tail ? &c->qc->resp[c->qc->resp_head % SV_RESPQ_LEN] : NULL;
 }
 
 /* Pick the frame to write next, or NULL if there is none: control frames,
@@ -382,34 +382,34 @@ static struct sv_txframe *next_frame(struct sv_conn *c)
 	struct sv_txframe *f = first_resp(c);
 
 	/* a control frame goes between frames, never inside one */
-	if (c->req.in_use && c->req.done)
-		return &c->req;
+	if (c->qc->req.in_use && c->qc->req.done)
+		return &c->qc->req;
 	if (f && f->done)
 		return f;
-	if (c->ctrl.in_use)
-		return &c->ctrl;
-	if (!c->qp)
+	if (c->qc->ctrl.in_use)
+		return &c->qc->ctrl;
+	if (!c->qc->qp)
 		return NULL;
 	if (f)
 		return f;
-	if (!c->req.in_use) {
-		if (c != sv_req_conn(c->qp) || !sv_req_fill(c->qp, &c->req))
+	if (!c->qc->req.in_use) {
+		if (c != sv_req_conn(c->qc->qp) || !sv_req_fill(c->qc->qp, &c->qc->req))
 			return first_resp(c);    /* a failed fill may queue an ACK (recover) */
-		frame_seal(&c->req);
+		frame_seal(&c->qc->req);
 	}
-	return &c->req;
+	return &c->qc->req;
 }
 
 static void frame_done(struct sv_conn *c, struct sv_txframe *f)
 {
 	f->in_use = false;
-	if (f == &c->req) {
-		__atomic_store_n(&c->tx_since_rx, c->tx_since_rx + 1, __ATOMIC_RELAXED);
-		sv_req_sent(c->qp, f->wqe_idx);
+	if (f == &c->qc->req) {
+		__atomic_store_n(&c->qc->tx_since_rx, c->qc->tx_since_rx + 1, __ATOMIC_RELAXED);
+		sv_req_sent(c->qc->qp, f->wqe_idx);
 	}
-	else if (f != &c->ctrl) {
-		c->resp_head++;
-		if (c->paused && c->qp && c->resp_tail - c->resp_head <= SV_RESPQ_LEN / 2)
+	else if (f != &c->qc->ctrl) {
+		c->qc->resp_head++;
+		if (c->paused && c->qc->qp && c->qc->resp_tail - c->qc->resp_head <= SV_RESPQ_LEN / 2)
 			sv_conn_pause(c, false);    /* responder may take requests again */
 	}
 }
@@ -420,9 +420,9 @@ void sv_xmit_flush(struct sv_conn *c)
 
 	if (!c || !c->connected || c->dead)
 		return;
-	if (c->ack_word_pending) {
-		c->ack_word_pending = false;
-		sv_conn_shm_ack(c, c->ack_word_psn);
+	if (c->qc->ack_word_pending) {
+		c->qc->ack_word_pending = false;
+		sv_conn_shm_ack(c, c->qc->ack_word_psn);
 	}
 	/* Building a frame can fail a WQE and take the QP to ERR, which closes
 	 * this channel: stop as soon as it is closed. */
@@ -435,7 +435,7 @@ void sv_xmit_flush(struct sv_conn *c)
 		frame_done(c, f);
 		if (f->fatal) {                  /* a NAK of frame_mr_hold's */
 			f->fatal = false;
-			sv_qp_to_error(c->qp);
+			sv_qp_to_error(c->qc->qp);
 		}
 		if (c->closed)
 			return;
@@ -447,9 +447,9 @@ void sv_xmit_flush(struct sv_conn *c)
 void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src,
 		  uint64_t data0, uint32_t imm)
 {
-	sv_frame_init(&c->ctrl, op, dst, src, 0);
-	c->ctrl.hdr.data0 = data0;
-	c->ctrl.hdr.imm = imm;
-	frame_seal(&c->ctrl);
+	sv_frame_init(&c->qc->ctrl, op, dst, src, 0);
+	c->qc->ctrl.hdr.data0 = data0;
+	c->qc->ctrl.hdr.imm = imm;
+	frame_seal(&c->qc->ctrl);
 	sv_xmit_flush(c);
 }

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -46,15 +47,14 @@ static void on_events(struct sv_handler *h, uint32_t events)
 struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool connected,
 			    const struct sv_chan_ops *ops)
 {
-	struct sv_conn *c = calloc(1, sizeof(*c));
+	/* the engine's state follows, aligned as malloc aligns */
+	size_t at = (sizeof(struct sv_conn) + _Alignof(max_align_t) - 1) &
+		    ~(_Alignof(max_align_t) - 1);
+	struct sv_conn *c = calloc(1, at + node->up->chan_size);
 
 	if (!c)
 		return NULL;
-	c->rbuf = malloc(SV_RBUF_LEN);
-	if (!c->rbuf) {
-		free(c);
-		return NULL;
-	}
+	c->qc = (struct sv_qpchan *)((char *)c + at);
 	pthread_mutex_init(&c->watch_lock, NULL);
 	c->h.fd = fd;
 	c->h.fn = on_events;
@@ -79,7 +79,6 @@ void sv_conn_free_unstarted(struct sv_conn *c)
 {
 	close(c->h.fd);
 	pthread_mutex_destroy(&c->watch_lock);
-	free(c->rbuf);
 	free(c);
 }
 
@@ -225,7 +224,6 @@ void sv_conn_reap(struct sv_node *node)
 		sv_peer_maps_clear(&c->peer_maps);
 		sv_seg_unmap(c->peer_seg);
 		pthread_mutex_destroy(&c->watch_lock);
-		free(c->rbuf);
 		free(c);
 	}
 }

@@ -30,69 +30,6 @@
 
 struct sv_qp;
 
-/* The receive machine of a channel (engine/recv.c); it changes under the
- * QP lock.  The transport never reads it: it sees `input`. */
-enum sv_rx_state {
-	SV_RX_HDR,        /* collecting a frame header */
-	SV_RX_HELD,       /* a SEND's header is in, no receive posted: no input (resp.c) */
-	SV_RX_READY,      /* that SEND may go on (a receive came, or the RNR timer ran out) */
-	SV_RX_PAYLOAD,    /* placing payload bytes */
-	SV_RX_NSTATES
-};
-
-/* Who is at the other end of a channel (engine/verify.c).  An outbound
- * channel reaches the address and port its QP was given at RTR, so its
- * peer is known; an inbound one names its peer QP in its HELLO, and that
- * claim is believed only once proven. */
-enum sv_peer_state {
-	SV_PEER_UNKNOWN,      /* accepted, no HELLO yet */
-	SV_PEER_CLAIMED,      /* its HELLO named one of our QPs and the peer it claims to be */
-	SV_PEER_ASKED,        /* the claimed peer was asked, on our own channel to it */
-	SV_PEER_VERIFIED,     /* the peer is the QP's configured one: frames flow */
-	SV_PEER_NSTATES
-};
-const char *sv_peer_state_name(enum sv_peer_state s);
-
-struct ibv_pd;
-
-/* Where incoming payload bytes go: a list of segments, or nowhere (discard).
- * The segments are registered memory; what they were translated from is
- * kept so that each step that writes them checks they still are
- * (engine/place.c). */
-struct sv_place {
-	struct iovec seg[SV_PLACE_MAX_SEG];
-	uint32_t key[SV_PLACE_MAX_SEG];   /* the key and address each came from */
-	uint64_t va[SV_PLACE_MAX_SEG];
-	struct ibv_pd *pd;
-	uint32_t epoch;              /* the MR epoch the translation is good at */
-	uint8_t dir;                 /* enum sv_access_dir */
-	int nseg, cur;
-	size_t cur_off;
-	bool discard;
-	bool revoked;                /* an MR went away mid-payload: the rest was discarded */
-};
-
-/* One frame being transmitted: header plus payload segments. */
-struct sv_txframe {
-	struct sv_wire_hdr hdr;
-	struct iovec seg[SV_PLACE_MAX_SEG];
-	int nseg;
-	size_t total, done;
-	bool in_use;
-	uint32_t wqe_idx;            /* requester: SQ index it belongs to */
-	/* a READ response: its payload seg[0] is our registered memory, checked
-	 * before each write (engine/xmit.c); mr_pd NULL for any other frame */
-	struct ibv_pd *mr_pd;
-	uint32_t mr_key, mr_epoch;
-	uint64_t mr_va;
-	bool fatal;                  /* a NAK that takes the QP to ERR once written */
-};
-
-#define SV_RESPQ_LEN 32
-
-/* Staging buffer of a channel's receive machine (engine/recv.c). */
-#define SV_RBUF_LEN (256 * 1024)
-
 /* What a channel can do beyond carrying frames in order.  The transport
  * sets them when it makes a channel or switches it to rings; the engine
  * asks for what it needs, never which transport it has. */
@@ -133,29 +70,24 @@ struct sv_chan_ops {
 };
 extern const struct sv_chan_ops sv_tcp_ops, sv_unix_ops, sv_ring_ops;
 
+struct sv_qpchan;
 struct sv_conn {
 	struct sv_handler h;
 	const struct sv_chan_ops *ops;
 	struct sv_node *node;
-	struct sv_qp *qp;            /* owner; NULL until the HELLO names it */
+	struct sv_qpchan *qc;        /* the engine's state for it (up->chan_size bytes) */
 	struct sv_list pending_link; /* node's inbound conns awaiting HELLO */
 	struct sv_pgroup *group;     /* inbound: the port group that accepted it */
 	uint64_t pending_since;      /* inbound: accepted at (ns; transport/bounds.c) */
 	bool pending_told;           /* its handshake time ran out: the engine was told */
 	bool outbound;
-	enum sv_peer_state peer_state;
-	uint64_t nonce;              /* outbound: ours, in our HELLO; inbound: the peer's */
-	struct sv_wire_hdr hello;    /* inbound: its HELLO (host order), answered once verified */
 	bool connected;              /* TCP connect finished */
 	bool want_out;               /* EPOLLOUT armed */
 	bool paused;                 /* EPOLLIN disarmed until the QP is ready */
 	bool dead;                   /* EOF or error seen */
 	bool closed;                 /* on the node's graveyard, freed after the batch */
 	uint32_t caps;               /* enum sv_chan_cap: ops->caps */
-	bool mr_lost;                /* closed: a READ response lost its memory mid-frame */
-	bool turn_ok;                /* both ways: outbound, requests may come in
-				      * (we said so); inbound, ours may go out (the
-				      * peer did) (engine/req.c) */
+	uint8_t input;               /* enum sv_chan_input: what the engine says its input is worth */
 
 	/* same-host fast path (transport/shm): frames move through rings, the
 	 * socket only carries doorbell bytes and reports the peer's death;
@@ -171,12 +103,8 @@ struct sv_conn {
 	struct sv_peer_maps peer_maps;   /* the peer's registered memory we mapped */
 	uint32_t peer_pd, peer_access;   /* the peer QP's PD and access flags */
 	bool pull_ok;                /* outbound: the responder may pull large SENDs */
-	struct sv_wire_pull pull_tx[SV_WIRE_MAX_SGE];  /* descriptors of the request on the wire */
-	struct sv_wire_pull pull_rx[SV_WIRE_MAX_SGE];  /* descriptors of the request being received */
 	int rx_fds[2], n_rx_fds;     /* descriptors received with the last bytes */
 	int tx_fds[2], n_tx_fds;     /* descriptors to send with the next write */
-	struct sv_cq *drive_cq;      /* CQ whose pollers check this ring */
-	struct sv_cq *drive_cq2;     /* TCP: the other CQ of the QP (engine/drive.c) */
 
 	/* Spinning pollers (engine/drive.c).  Read by other threads without
 	 * the QP lock: kept apart from the flags above, which the compiler
@@ -184,44 +112,6 @@ struct sv_conn {
 	pthread_mutex_t watch_lock;  /* orders changes of the progress thread's events */
 	uint8_t spin_off;            /* input left to pollers spinning on its CQs (count) */
 	uint32_t deferred;           /* events left to the QP lock's holder (engine/recv.c) */
-	bool rx_completes;           /* inbound: its last request completed a receive */
-	uint32_t tx_since_rx;        /* outbound: requests written since the last response */
-
-	/* receive machine */
-	enum sv_rx_state rx_state;   /* sv_rx_set() changes it */
-	uint8_t input;               /* enum sv_chan_input, which sv_rx_set keeps */
-	struct sv_wire_hdr rx_hdr;
-	size_t rx_got;
-	size_t rx_remain;            /* payload bytes still to place */
-	struct sv_place place;
-	uint8_t *rbuf;               /* staging buffer for small frames */
-	size_t rb_start, rb_end;
-	int rx_reads_left;           /* fairness budget of the current wake-up */
-	bool rx_drained;             /* TCP: a read this wake-up came back short */
-
-	/* transmit: requester frame (outbound) or response queue (inbound) */
-	struct sv_txframe req;
-	struct sv_txframe resp[SV_RESPQ_LEN];
-	uint32_t resp_head, resp_tail;
-	struct sv_txframe ctrl;      /* HELLO / HELLO_ACK */
-	/* inbound ring channel: the ACK to publish in the ring (not a frame) */
-	bool ack_word_pending;
-	uint32_t ack_word_psn;
-	/* inbound TCP channel: an ACK held for the QP's next request to carry
-	 * (engine/xmit.c); ack_held is read by pollers without the QP lock */
-	bool ack_held;
-	bool ack_carried;            /* a request of ours carried one (xmit.c) */
-	bool ack_carriable;          /* acknowledged at once, though it could have waited */
-	uint8_t ack_streak;          /* ACKs our requests carried in a row (xmit.c) */
-	uint32_t ack_held_psn;
-	uint32_t ack_held_n;         /* requests it covers */
-	uint32_t ack_takes;          /* holds ended so far (the timer's yardstick) */
-
-	/* responder: receive completions of the current batch, pushed only
-	 * after the batch's acknowledgements are on their way */
-	struct ibv_wc done[16];
-	bool done_solicited[16];
-	int ndone;
 };
 
 /* A channel's capabilities, for threads that may not hold its QP's lock
@@ -290,6 +180,7 @@ void sv_conn_shm_wait_direct(struct sv_node *node, uint32_t slot);
  * when it starts (sv_node_get).  On the progress thread, unless said. */
 struct sv_cq;
 struct sv_upcalls {
+	size_t chan_size;            /* the engine's state of a channel (c->qc) */
 	/* a channel has events (0: a ring channel has input) */
 	void (*chan_ready)(struct sv_conn *c, uint32_t events);
 	/* an inbound channel's handshake time ran out (bounds.c): it must go */
@@ -351,9 +242,10 @@ struct sv_direct {
 	uint64_t compare_add, swap;
 };
 int sv_conn_direct(struct sv_conn *c, const struct sv_direct *d);
-/* A pulled SEND's `len` bytes, described by the channel's pull_rx[0..n),
- * read from the requester into dst; bytes or -errno. */
-ssize_t sv_conn_pull(struct sv_conn *c, int n, const struct iovec *dst, int ndst, size_t len);
+/* A pulled SEND's `len` bytes, described by pd[0..n) (the request's pull
+ * descriptors), read from the requester into dst; bytes or -errno. */
+ssize_t sv_conn_pull(struct sv_conn *c, const struct sv_wire_pull *pd, int n,
+		     const struct iovec *dst, int ndst, size_t len);
 
 /* conn.c: the listeners' handlers (TCP and unix). */
 void sv_conn_on_accept(struct sv_handler *h, uint32_t events);

@@ -465,7 +465,7 @@ static uint64_t out_nonce(struct ibv_qp *qp)
 
 	pthread_mutex_lock(&sqp->lock);
 	if (sqp->out)
-		n = sqp->out->nonce;
+		n = sqp->out->qc->nonce;
 	pthread_mutex_unlock(&sqp->lock);
 	return n;
 }
@@ -759,7 +759,7 @@ static void drive(struct sv_conn *c, struct fz_peer *p, const uint8_t *buf, size
 		size_t unread;
 		bool progress = false;
 
-		if (off < size && (c->qp || c->closed)) {
+		if (off < size && (c->qc->qp || c->closed)) {
 			size_t want = chunk_sizes[k++ % FZ_NCHUNK];
 			size_t w = feed(c, p, buf + off, want < size - off ? want : size - off);
 
@@ -832,7 +832,7 @@ static void run_stream(const uint8_t *data, size_t size)
 	drive(c, &p, F.buf, size, off);
 	/* A channel that never named a QP is ours to close; one that did is
 	 * closed by the QP's reset below. */
-	if (!c->closed && !c->qp)
+	if (!c->closed && !c->qc->qp)
 		sv_conn_close(c);
 	__atomic_sub_fetch(&F.node->drivers, 1, __ATOMIC_SEQ_CST);
 
@@ -921,13 +921,13 @@ static void check_unbound(struct sv_conn *c)
 		if (s->in == c || s->out == c)
 			DIE("stranger changed qp %u: its channel became the QP's", qps[i]->qp_num);
 	}
-	if (c->peer_state == SV_PEER_VERIFIED)
+	if (c->qc->peer_state == SV_PEER_VERIFIED)
 		DIE("stranger changed its channel: verified");
 }
 
 static void close_channel(struct sv_conn *c)
 {
-	struct sv_qp *qp = c->qp;
+	struct sv_qp *qp = c->qc->qp;
 
 	if (qp)
 		pthread_mutex_lock(&qp->lock);
@@ -961,7 +961,7 @@ static void run_stranger(const uint8_t *data, size_t size)
 	c = accept_channel(p.sp[0], is_unix);
 	off = send_first(&p, fds, F.buf, size);
 	drive(c, &p, F.buf, size, off);
-	if (c->qp || c->closed)
+	if (c->qc->qp || c->closed)
 		check_unbound(c);
 	close_channel(c);
 	__atomic_sub_fetch(&F.node->drivers, 1, __ATOMIC_SEQ_CST);

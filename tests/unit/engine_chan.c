@@ -218,7 +218,7 @@ static struct fake *fake_new(bool outbound, size_t chunk)
 	CHECK(f->c->ops == &fake_ops);
 	EXPECT_EQ(f->c->caps, 0);
 	CHECK(f->c->connected && !f->c->want_out && f->c->outbound == outbound);
-	EXPECT_EQ(f->c->rx_state, SV_RX_HDR);
+	EXPECT_EQ(f->c->qc->rx_state, SV_RX_HDR);
 	return f;
 }
 
@@ -436,8 +436,8 @@ static void responder(struct side *s, uint32_t psn, size_t chunk)
 	CHECK(!s->sqp->in);
 	park(s->sqp);
 	s->sqp->in = s->f->c;
-	s->f->c->qp = s->sqp;
-	s->f->c->peer_state = SV_PEER_VERIFIED;
+	s->f->c->qc->qp = s->sqp;
+	s->f->c->qc->peer_state = SV_PEER_VERIFIED;
 	sv_qp_unlock(s->sqp);
 	quiesce();
 }
@@ -462,8 +462,8 @@ static void completer(struct side *s, uint32_t sq_psn)
 	pthread_mutex_lock(&s->sqp->lock);
 	park(s->sqp);
 	s->sqp->out = s->f->c;
-	s->f->c->qp = s->sqp;
-	s->f->c->peer_state = SV_PEER_VERIFIED;
+	s->f->c->qc->qp = s->sqp;
+	s->f->c->qc->peer_state = SV_PEER_VERIFIED;
 	sv_link_set(s->sqp, SV_LINK_UP);
 	sv_qp_unlock(s->sqp);
 	quiesce();
@@ -586,13 +586,13 @@ static void expect_rx(struct side *s, enum sv_rx_state st, size_t got, size_t re
 	struct sv_conn *c = s->f->c;
 
 	pthread_mutex_lock(&s->sqp->lock);
-	if (c->rx_state != st)
-		fail(__LINE__, "receive machine in %s, not %s", sv_rx_state_name(c->rx_state),
+	if (c->qc->rx_state != st)
+		fail(__LINE__, "receive machine in %s, not %s", sv_rx_state_name(c->qc->rx_state),
 		     sv_rx_state_name(st));
 	if (st == SV_RX_HDR)
-		EXPECT_EQ(c->rx_got, got);
+		EXPECT_EQ(c->qc->rx_got, got);
 	else
-		EXPECT_EQ(c->rx_remain, remain);
+		EXPECT_EQ(c->qc->rx_remain, remain);
 	sv_qp_unlock(s->sqp);
 }
 
@@ -1039,8 +1039,8 @@ static void case_bad_magic(void)
 	case_name = "6 bad magic on a candidate channel";
 	f = fake_new(false, 4096);
 	pthread_mutex_lock(&s.sqp->lock);
-	f->c->qp = s.sqp;
-	f->c->peer_state = SV_PEER_CLAIMED;
+	f->c->qc->qp = s.sqp;
+	f->c->qc->peer_state = SV_PEER_CLAIMED;
 	sv_qp_unlock(s.sqp);
 	feed_bad_magic(f, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, 600));
 	drive(f);

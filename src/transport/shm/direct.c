@@ -82,10 +82,11 @@ int sv_conn_direct(struct sv_conn *c, const struct sv_direct *d)
 
 /* Local addresses of the requester's pieces, if all lie in memory of its
  * we could map (mrmap.h); else cross-memory attach reads them. */
-static bool pull_mapped(struct sv_conn *c, int n, struct iovec *src)
+static bool pull_mapped(struct sv_conn *c, const struct sv_wire_pull *pd, int n,
+			struct iovec *src)
 {
 	for (int i = 0; i < n; i++) {
-		const struct sv_wire_pull *d = &c->pull_rx[i];
+		const struct sv_wire_pull *d = &pd[i];
 
 		src[i].iov_base = sv_peer_map_pull(&c->peer_maps, c->peer_seg, d->key, d->addr,
 						   d->len);
@@ -96,17 +97,18 @@ static bool pull_mapped(struct sv_conn *c, int n, struct iovec *src)
 	return true;
 }
 
-ssize_t sv_conn_pull(struct sv_conn *c, int n, const struct iovec *dst, int ndst, size_t len)
+ssize_t sv_conn_pull(struct sv_conn *c, const struct sv_wire_pull *pd, int n,
+		     const struct iovec *dst, int ndst, size_t len)
 {
 	struct iovec remote[SV_WIRE_MAX_SGE];
 
-	if (pull_mapped(c, n, remote)) {
+	if (pull_mapped(c, pd, n, remote)) {
 		sv_iov_copy(dst, ndst, remote, n);
 		return (ssize_t)len;
 	}
 	for (int i = 0; i < n; i++) {
-		remote[i].iov_base = (void *)(uintptr_t)c->pull_rx[i].addr;
-		remote[i].iov_len = c->pull_rx[i].len;
+		remote[i].iov_base = (void *)(uintptr_t)pd[i].addr;
+		remote[i].iov_len = pd[i].len;
 	}
 	return sv_cma_pull(c->peer_pid, dst, ndst, remote, n, len);
 }

@@ -181,7 +181,6 @@ void sv_conn_shm_start(struct sv_conn *c)
 
 	c->ops = &sv_ring_ops;
 	__atomic_store_n(&c->caps, sv_ring_ops.caps, __ATOMIC_RELAXED);  /* pollers read it */
-	c->rb_start = c->rb_end = 0;     /* only doorbell bytes can follow the HELLO */
 	/* Until our progress thread has looked at this ring, writers must ring:
 	 * it may be asleep without a timeout, and nobody may be polling. */
 	__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
