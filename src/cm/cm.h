@@ -241,7 +241,9 @@ void cm_channel_move_id(struct cm_channel *from, struct cm_channel *to,
 			struct cm_id *p);
 bool cm_channel_has_event_for(struct cm_channel *ch, struct cm_id *p,
 			      enum rdma_cm_event_type type);   /* [G] */
-/* Synchronous ids: wait for the next event (no lock held). */
+/* Synchronous ids: ack the event last waited for; wait for the next one
+ * (no lock held). */
+void cm_sync_ack(struct cm_id *p);
 int cm_sync_wait(struct cm_id *p);
 
 /* ---- ids (id.c) ---------------------------------------------------------- */

@@ -203,10 +203,7 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 	if (!id)
 		return cm_set_errno(EINVAL);
 	p = cm_id_of(id);
-	if (p->sync && id->event) {
-		rdma_ack_cm_event(id->event);
-		id->event = NULL;
-	}
+	cm_sync_ack(p);
 	cm_lock();
 	err = connect_locked(p, conn_param);
 	sync = p->sync;          /* under the lock, as in rdma_accept */
@@ -306,10 +303,7 @@ CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	if (!id)
 		return cm_set_errno(EINVAL);
 	p = cm_id_of(id);
-	if (p->sync && id->event) {
-		rdma_ack_cm_event(id->event);
-		id->event = NULL;
-	}
+	cm_sync_ack(p);
 	cm_lock();
 	ch = sv_container_of(id->channel, struct cm_channel, ch);
 	switch (p->state) {

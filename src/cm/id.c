@@ -115,12 +115,7 @@ CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	if (!id)
 		return cm_set_errno(EINVAL);
 	p = cm_id_of(id);
-
-	/* A synchronous id still holds the last event it waited for. */
-	if (p->sync && id->event) {
-		rdma_ack_cm_event(id->event);
-		id->event = NULL;
-	}
+	cm_sync_ack(p);
 
 	cm_lock();
 	ch = sv_container_of(id->channel, struct cm_channel, ch);
@@ -151,10 +146,7 @@ CM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	if (!id)
 		return cm_set_errno(EINVAL);
 	p = cm_id_of(id);
-	if (p->sync && id->event) {
-		rdma_ack_cm_event(id->event);
-		id->event = NULL;
-	}
+	cm_sync_ack(p);
 	if (!channel) {
 		to = cm_channel_new(true);
 		if (!to)
