@@ -181,18 +181,15 @@ static int set_id_option(struct cm_id *p, int optname, void *optval,
 		p->tos_set = true;
 		return 0;
 	case RDMA_OPTION_ID_REUSEADDR:
-		if (optlen != sizeof(int))
-			return EINVAL;
-		if (p->state != CM_IDLE)
-			return EINVAL;
-		p->reuseaddr = *(int *)optval != 0;
-		return 0;
 	case RDMA_OPTION_ID_AFONLY:
-		if (optlen != sizeof(int))
+		/* Both are int flags that shape the bind, so only an idle id
+		 * takes them. */
+		if (optlen != sizeof(int) || p->state != CM_IDLE)
 			return EINVAL;
-		if (p->state != CM_IDLE)
-			return EINVAL;
-		p->afonly = *(int *)optval != 0;
+		if (optname == RDMA_OPTION_ID_REUSEADDR)
+			p->reuseaddr = *(int *)optval != 0;
+		else
+			p->afonly = *(int *)optval != 0;
 		return 0;
 	case RDMA_OPTION_ID_ACK_TIMEOUT:
 		if (optlen != sizeof(uint8_t))
