@@ -293,6 +293,9 @@ int cm_apply_rd_atomic(struct cm_id *p, const struct rdma_conn_param *param);
 void cm_ud_fill_param(struct cm_id *p, struct rdma_ud_param *ud);
 int cm_reject_locked(struct cm_id *p, const void *pdata, uint8_t len,
 		     uint32_t reason);
+/* The public reject: takes the lock, sets errno. */
+int cm_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len,
+	      uint32_t reason);
 
 /* ---- QPs (qp.c) ---------------------------------------------------------- */
 int cm_qp_attr(struct cm_id *p, struct ibv_qp_attr *attr, int *mask); /* [G] */
