@@ -128,10 +128,7 @@ int cm_reject_locked(struct cm_id *p, const void *pdata, uint8_t len,
 	} else {
 		cm_send_rej(p, reason, pdata, len);
 	}
-	cm_timer_clear(p);
-	cm_sock_close(p);
-	cm_qp_to_error(p);
-	cm_id_set_state(p, CM_DISCONNECTED);
+	cm_conn_failed(p, NULL);
 	return 0;
 }
 

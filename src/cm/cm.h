@@ -281,6 +281,8 @@ int cm_send_msg(struct cm_id *p, enum cmw_type type, const void *body,
 int cm_send_rej(struct cm_id *p, uint32_t reason, const void *pdata,
 		uint8_t len);                              /* [G] */
 void cm_peer_lost(struct cm_id *p, int err);             /* [G] */
+/* [G] A connection attempt is over: timer, socket, QP to error, then e. */
+void cm_conn_failed(struct cm_id *p, struct cm_event *e);
 /* [G] rdma_destroy_id's courtesy message and socket close. */
 void cm_conn_abort(struct cm_id *p);
 void cm_listener_gone(struct cm_id *listener);           /* [G] */

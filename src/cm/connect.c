@@ -105,12 +105,7 @@ void cm_tcp_connected(struct cm_id *p, int err)
 		} else {
 			e = cm_event_alloc(p, RDMA_CM_EVENT_UNREACHABLE, -err);
 		}
-		cm_timer_clear(p);
-		cm_sock_close(p);
-		cm_qp_to_error(p);
-		cm_id_set_state(p, CM_DISCONNECTED);
-		if (e)
-			cm_event_queue(e, sv_container_of(p->id.channel, struct cm_channel, ch));
+		cm_conn_failed(p, e);
 		return;
 	}
 	p->tcp_pending = false;
