@@ -128,25 +128,29 @@ int cm_reject_locked(struct cm_id *p, const void *pdata, uint8_t len,
 	} else {
 		cm_send_rej(p, reason, pdata, len);
 	}
-	cm_timer_clear(p);
-	cm_sock_close(p);
-	cm_qp_to_error(p);
-	cm_id_set_state(p, CM_DISCONNECTED);
+	cm_conn_failed(p, NULL);
 	return 0;
 }
 
-CM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
-			  uint8_t private_data_len)
+/* rdma_reject and rdma_reject_ece differ only in the reason they send. */
+int cm_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len,
+	      uint32_t reason)
 {
 	int err;
 
 	if (!id)
 		return cm_set_errno(EINVAL);
 	cm_lock();
-	err = cm_reject_locked(cm_id_of(id), private_data, private_data_len,
-			       CMW_REJ_CONSUMER_DEFINED);
+	err = cm_reject_locked(cm_id_of(id), pdata, len, reason);
 	cm_unlock();
 	return err ? cm_set_errno(err) : 0;
+}
+
+CM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
+			  uint8_t private_data_len)
+{
+	return cm_reject(id, private_data, private_data_len,
+			 CMW_REJ_CONSUMER_DEFINED);
 }
 
 CM_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)

@@ -315,10 +315,7 @@ CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 	if (!cm_sa_len(dst_addr))
 		return cm_set_errno(dst_addr->sa_family == AF_IB ? EAFNOSUPPORT : EINVAL);
 	p = cm_id_of(id);
-	if (p->sync && id->event) {
-		rdma_ack_cm_event(id->event);
-		id->event = NULL;
-	}
+	cm_sync_ack(p);
 	cm_lock();
 	if (p->state == CM_IDLE && src_addr && cm_sa_len(src_addr)) {
 		struct cm_device *sdev = NULL;
@@ -408,10 +405,7 @@ CM_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	if (!id)
 		return cm_set_errno(EINVAL);
 	p = cm_id_of(id);
-	if (p->sync && id->event) {
-		rdma_ack_cm_event(id->event);
-		id->event = NULL;
-	}
+	cm_sync_ack(p);
 	cm_lock();
 	if (p->state != CM_ADDR_RESOLVED && p->state != CM_ROUTE_RESOLVED) {
 		cm_unlock();

@@ -241,7 +241,9 @@ void cm_channel_move_id(struct cm_channel *from, struct cm_channel *to,
 			struct cm_id *p);
 bool cm_channel_has_event_for(struct cm_channel *ch, struct cm_id *p,
 			      enum rdma_cm_event_type type);   /* [G] */
-/* Synchronous ids: wait for the next event (no lock held). */
+/* Synchronous ids: ack the event last waited for; wait for the next one
+ * (no lock held). */
+void cm_sync_ack(struct cm_id *p);
 int cm_sync_wait(struct cm_id *p);
 
 /* ---- ids (id.c) ---------------------------------------------------------- */
@@ -279,6 +281,8 @@ int cm_send_msg(struct cm_id *p, enum cmw_type type, const void *body,
 int cm_send_rej(struct cm_id *p, uint32_t reason, const void *pdata,
 		uint8_t len);                              /* [G] */
 void cm_peer_lost(struct cm_id *p, int err);             /* [G] */
+/* [G] A connection attempt is over: timer, socket, QP to error, then e. */
+void cm_conn_failed(struct cm_id *p, struct cm_event *e);
 /* [G] rdma_destroy_id's courtesy message and socket close. */
 void cm_conn_abort(struct cm_id *p);
 void cm_listener_gone(struct cm_id *listener);           /* [G] */
@@ -291,6 +295,9 @@ int cm_apply_rd_atomic(struct cm_id *p, const struct rdma_conn_param *param);
 void cm_ud_fill_param(struct cm_id *p, struct rdma_ud_param *ud);
 int cm_reject_locked(struct cm_id *p, const void *pdata, uint8_t len,
 		     uint32_t reason);
+/* The public reject: takes the lock, sets errno. */
+int cm_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len,
+	      uint32_t reason);
 
 /* ---- QPs (qp.c) ---------------------------------------------------------- */
 int cm_qp_attr(struct cm_id *p, struct ibv_qp_attr *attr, int *mask); /* [G] */

@@ -105,12 +105,7 @@ void cm_tcp_connected(struct cm_id *p, int err)
 		} else {
 			e = cm_event_alloc(p, RDMA_CM_EVENT_UNREACHABLE, -err);
 		}
-		cm_timer_clear(p);
-		cm_sock_close(p);
-		cm_qp_to_error(p);
-		cm_id_set_state(p, CM_DISCONNECTED);
-		if (e)
-			cm_event_queue(e, sv_container_of(p->id.channel, struct cm_channel, ch));
+		cm_conn_failed(p, e);
 		return;
 	}
 	p->tcp_pending = false;
@@ -203,10 +198,7 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 	if (!id)
 		return cm_set_errno(EINVAL);
 	p = cm_id_of(id);
-	if (p->sync && id->event) {
-		rdma_ack_cm_event(id->event);
-		id->event = NULL;
-	}
+	cm_sync_ack(p);
 	cm_lock();
 	err = connect_locked(p, conn_param);
 	sync = p->sync;          /* under the lock, as in rdma_accept */
@@ -306,10 +298,7 @@ CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	if (!id)
 		return cm_set_errno(EINVAL);
 	p = cm_id_of(id);
-	if (p->sync && id->event) {
-		rdma_ack_cm_event(id->event);
-		id->event = NULL;
-	}
+	cm_sync_ack(p);
 	cm_lock();
 	ch = sv_container_of(id->channel, struct cm_channel, ch);
 	switch (p->state) {

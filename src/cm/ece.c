@@ -34,13 +34,6 @@ CM_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 CM_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
 			      uint8_t private_data_len)
 {
-	int err;
-
-	if (!id)
-		return cm_set_errno(EINVAL);
-	cm_lock();
-	err = cm_reject_locked(cm_id_of(id), private_data, private_data_len,
-			       CMW_REJ_VENDOR_OPTION_NOT_SUPPORTED);
-	cm_unlock();
-	return err ? cm_set_errno(err) : 0;
+	return cm_reject(id, private_data, private_data_len,
+			 CMW_REJ_VENDOR_OPTION_NOT_SUPPORTED);
 }

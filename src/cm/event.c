@@ -315,6 +315,15 @@ CM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 	return 0;
 }
 
+/* A synchronous id holds the last event it waited for until its next call. */
+void cm_sync_ack(struct cm_id *p)
+{
+	if (p->sync && p->id.event) {
+		rdma_ack_cm_event(p->id.event);
+		p->id.event = NULL;
+	}
+}
+
 int cm_sync_wait(struct cm_id *p)
 {
 	struct rdma_cm_event *ev;

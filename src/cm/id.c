@@ -115,12 +115,7 @@ CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	if (!id)
 		return cm_set_errno(EINVAL);
 	p = cm_id_of(id);
-
-	/* A synchronous id still holds the last event it waited for. */
-	if (p->sync && id->event) {
-		rdma_ack_cm_event(id->event);
-		id->event = NULL;
-	}
+	cm_sync_ack(p);
 
 	cm_lock();
 	ch = sv_container_of(id->channel, struct cm_channel, ch);
@@ -151,10 +146,7 @@ CM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	if (!id)
 		return cm_set_errno(EINVAL);
 	p = cm_id_of(id);
-	if (p->sync && id->event) {
-		rdma_ack_cm_event(id->event);
-		id->event = NULL;
-	}
+	cm_sync_ack(p);
 	if (!channel) {
 		to = cm_channel_new(true);
 		if (!to)
@@ -189,18 +181,15 @@ static int set_id_option(struct cm_id *p, int optname, void *optval,
 		p->tos_set = true;
 		return 0;
 	case RDMA_OPTION_ID_REUSEADDR:
-		if (optlen != sizeof(int))
-			return EINVAL;
-		if (p->state != CM_IDLE)
-			return EINVAL;
-		p->reuseaddr = *(int *)optval != 0;
-		return 0;
 	case RDMA_OPTION_ID_AFONLY:
-		if (optlen != sizeof(int))
+		/* Both are int flags that shape the bind, so only an idle id
+		 * takes them. */
+		if (optlen != sizeof(int) || p->state != CM_IDLE)
 			return EINVAL;
-		if (p->state != CM_IDLE)
-			return EINVAL;
-		p->afonly = *(int *)optval != 0;
+		if (optname == RDMA_OPTION_ID_REUSEADDR)
+			p->reuseaddr = *(int *)optval != 0;
+		else
+			p->afonly = *(int *)optval != 0;
 		return 0;
 	case RDMA_OPTION_ID_ACK_TIMEOUT:
 		if (optlen != sizeof(uint8_t))

@@ -95,7 +95,7 @@ static void to_disconnected(struct cm_id *p, int status)
 }
 
 /* Connection attempt failed: event, QP to error, socket closed. */
-static void to_failed(struct cm_id *p, struct cm_event *e)
+void cm_conn_failed(struct cm_id *p, struct cm_event *e)
 {
 	cm_timer_clear(p);
 	cm_sock_close(p);
@@ -122,7 +122,7 @@ static void post_rejected(struct cm_id *p, uint32_t reason, const void *pdata,
 
 	if (e)
 		cm_event_set_pdata(e, false, pdata, len, CMW_REJ_PDATA);
-	to_failed(p, e);
+	cm_conn_failed(p, e);
 }
 
 void cm_peer_lost(struct cm_id *p, int err)
@@ -135,7 +135,7 @@ void cm_peer_lost(struct cm_id *p, int err)
 		return;
 	case CM_CONNECTING:
 	case CM_REP_SENT:
-		to_failed(p, cm_event_alloc(p, RDMA_CM_EVENT_UNREACHABLE, -err));
+		cm_conn_failed(p, cm_event_alloc(p, RDMA_CM_EVENT_UNREACHABLE, -err));
 		return;
 	case CM_REQ_RCVD:
 		cm_sock_close(p);
@@ -176,13 +176,15 @@ void cm_timer_fired(struct cm_id *p)
 		if (p->state == CM_CONNECTING) {
 			if (!p->tcp_pending)
 				cm_send_rej(p, CMW_REJ_TIMEOUT, NULL, 0);
-			to_failed(p, cm_event_alloc(p, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT));
+			cm_conn_failed(p, cm_event_alloc(p, RDMA_CM_EVENT_UNREACHABLE,
+							 -ETIMEDOUT));
 		}
 		break;
 	case CM_TIMER_RTU:
 		if (p->state == CM_REP_SENT) {
 			cm_send_rej(p, CMW_REJ_TIMEOUT, NULL, 0);
-			to_failed(p, cm_event_alloc(p, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT));
+			cm_conn_failed(p, cm_event_alloc(p, RDMA_CM_EVENT_UNREACHABLE,
+							 -ETIMEDOUT));
 		}
 		break;
 	case CM_TIMER_DREP:

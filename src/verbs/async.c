@@ -5,18 +5,17 @@
 
 #include "verbs/sv.h"
 
-/* Count an event handed to the application against its object, so that
- * destroying the object can wait for the matching acknowledgement. */
-static void count_reported(struct ibv_async_event *ev)
+enum async_element { EL_NONE, EL_CQ, EL_SRQ, EL_QP };
+
+/* Which object an event names: counting and acking must agree on it. */
+static enum async_element element_of(enum ibv_event_type type)
 {
-	switch (ev->event_type) {
+	switch (type) {
 	case IBV_EVENT_CQ_ERR:
-		to_scq(ev->element.cq)->async_reported++;
-		break;
+		return EL_CQ;
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		to_ssrq(ev->element.srq)->async_reported++;
-		break;
+		return EL_SRQ;
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
@@ -25,9 +24,27 @@ static void count_reported(struct ibv_async_event *ev)
 	case IBV_EVENT_PATH_MIG:
 	case IBV_EVENT_PATH_MIG_ERR:
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return EL_QP;
+	default:
+		return EL_NONE;
+	}
+}
+
+/* Count an event handed to the application against its object, so that
+ * destroying the object can wait for the matching acknowledgement. */
+static void count_reported(struct ibv_async_event *ev)
+{
+	switch (element_of(ev->event_type)) {
+	case EL_CQ:
+		to_scq(ev->element.cq)->async_reported++;
+		break;
+	case EL_SRQ:
+		to_ssrq(ev->element.srq)->async_reported++;
+		break;
+	case EL_QP:
 		to_sqp(ev->element.qp)->async_reported++;
 		break;
-	default:
+	case EL_NONE:
 		break;
 	}
 }
@@ -66,34 +83,21 @@ static void ack_one(pthread_mutex_t *m, pthread_cond_t *c, uint32_t *completed)
 
 void ibv_ack_async_event(struct ibv_async_event *event)
 {
-	switch (event->event_type) {
-	case IBV_EVENT_CQ_ERR: {
-		struct ibv_cq *cq = event->element.cq;
+	struct ibv_cq *cq = event->element.cq;
+	struct ibv_srq *srq = event->element.srq;
+	struct ibv_qp *qp = event->element.qp;
 
+	switch (element_of(event->event_type)) {
+	case EL_CQ:
 		ack_one(&cq->mutex, &cq->cond, &cq->async_events_completed);
 		break;
-	}
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED: {
-		struct ibv_srq *srq = event->element.srq;
-
+	case EL_SRQ:
 		ack_one(&srq->mutex, &srq->cond, &srq->events_completed);
 		break;
-	}
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED: {
-		struct ibv_qp *qp = event->element.qp;
-
+	case EL_QP:
 		ack_one(&qp->mutex, &qp->cond, &qp->events_completed);
 		break;
-	}
-	default:
+	case EL_NONE:
 		break;
 	}
 }

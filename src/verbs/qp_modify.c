@@ -21,22 +21,30 @@ struct sv_transition {
 
 #define RC_UC(x) { [T_RC] = (x), [T_UC] = (x) }
 
+/* What RESET->INIT requires, INIT->INIT may change. */
+#define INIT_ATTRS {								\
+	[T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,		\
+	[T_UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,		\
+	[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY }
+
+/* RTS->RTS and SQD->RTS may change the same attributes: the QP is (back) in RTS. */
+#define RTS_AGAIN_ATTRS {							\
+	[T_RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |	\
+		 IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER,			\
+	[T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |	\
+		 IBV_QP_PATH_MIG_STATE,						\
+	[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY }
+
 static const struct sv_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 	[IBV_QPS_RESET] = {
 		[IBV_QPS_RESET] = { .valid = true },
 		[IBV_QPS_ERR]   = { .valid = true },
-		[IBV_QPS_INIT]  = { .valid = true,
-			.req = { [T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-				 [T_UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-				 [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY } },
+		[IBV_QPS_INIT]  = { .valid = true, .req = INIT_ATTRS },
 	},
 	[IBV_QPS_INIT] = {
 		[IBV_QPS_RESET] = { .valid = true },
 		[IBV_QPS_ERR]   = { .valid = true },
-		[IBV_QPS_INIT]  = { .valid = true,
-			.opt = { [T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-				 [T_UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-				 [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY } },
+		[IBV_QPS_INIT]  = { .valid = true, .opt = INIT_ATTRS },
 		[IBV_QPS_RTR]   = { .valid = true,
 			.req = { [T_RC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 					  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
@@ -63,12 +71,7 @@ static const struct sv_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 	[IBV_QPS_RTS] = {
 		[IBV_QPS_RESET] = { .valid = true },
 		[IBV_QPS_ERR]   = { .valid = true },
-		[IBV_QPS_RTS]   = { .valid = true,
-			.opt = { [T_RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-					  IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER,
-				 [T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-					  IBV_QP_PATH_MIG_STATE,
-				 [T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY } },
+		[IBV_QPS_RTS]   = { .valid = true, .opt = RTS_AGAIN_ATTRS },
 		[IBV_QPS_SQD]   = { .valid = true,
 			.opt = { [T_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY, [T_UC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 				 [T_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY } },
@@ -76,12 +79,7 @@ static const struct sv_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 	[IBV_QPS_SQD] = {
 		[IBV_QPS_RESET] = { .valid = true },
 		[IBV_QPS_ERR]   = { .valid = true },
-		[IBV_QPS_RTS]   = { .valid = true,
-			.opt = { [T_RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-					  IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER,
-				 [T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-					  IBV_QP_PATH_MIG_STATE,
-				 [T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY } },
+		[IBV_QPS_RTS]   = { .valid = true, .opt = RTS_AGAIN_ATTRS },
 		[IBV_QPS_SQD]   = { .valid = true,
 			.opt = { [T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY | IBV_QP_AV |
 					  IBV_QP_ACCESS_FLAGS | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |

@@ -552,6 +552,18 @@ static const size_t chunk_sizes[] = { 1, 63, 64, 65, 7, 4096, 200, 65536, 3, 100
 #endif
 
 #if FZ_MODE == FZ_STREAM || FZ_MODE == FZ_STRANGER
+/* Both stream harnesses read their input alike: a byte of FZ_FDS_* flags,
+ * then what the peer sends, copied to F.buf with its tokens patched. */
+static bool take_stream(const uint8_t *data, size_t *size, unsigned *fds)
+{
+	if (*size < 1)
+		return false;
+	*fds = data[0];
+	memcpy(F.buf, data + 1, --*size);
+	patch_stream(F.buf, *size);
+	return true;
+}
+
 /* ---- descriptors passed with the first frame (fuzz.h, FZ_FDS_*) ---- */
 
 /* The peer's end of the channel: the socket, and the rings when it
@@ -814,11 +826,8 @@ static void run_stream(const uint8_t *data, size_t size)
 	size_t off;
 	int before = fz_count_fds();
 
-	if (size < 1)
+	if (!take_stream(data, &size, &fds))
 		return;
-	fds = data[0];
-	memcpy(F.buf, data + 1, --size);
-	patch_stream(F.buf, size);
 	make_pair(p.sp, false);
 
 	/* Hold off the progress thread's reaping: a channel that closes while
@@ -949,11 +958,8 @@ static void run_stranger(const uint8_t *data, size_t size)
 	bool is_unix;
 	int before = fz_count_fds();
 
-	if (size < 1)
+	if (!take_stream(data, &size, &fds))
 		return;
-	fds = data[0];
-	memcpy(F.buf, data + 1, --size);
-	patch_stream(F.buf, size);
 	/* Self-test 3: a socket of our own user, trusted as such. */
 	is_unix = make_pair(p.sp, fds & FZ_FOREIGN_UNIX) || F.selftest == 3;
 

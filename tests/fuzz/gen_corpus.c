@@ -614,17 +614,23 @@ static void cm_emit(const char *dir, const char *name)
 	emit_raw(dir, name);
 }
 
+/* REQ and REP carry the sender's endpoint alike; only its QPN and PSN vary. */
+static void cm_ep(struct cmw_endpoint *ep, uint32_t qpn, uint32_t psn)
+{
+	ep->qpn = htonl(qpn);
+	ep->psn = htonl(psn);
+	ep->qkey = htonl(RDMA_UDP_QKEY);
+	ep->lid = htons(1);
+	ep->mtu = 5;
+	ep->port = 1;
+}
+
 static void cm_req(uint16_t ps, uint8_t pdata_len)
 {
 	struct cmw_req r;
 
 	memset(&r, 0, sizeof(r));
-	r.ep.qpn = htonl(0x123456);
-	r.ep.psn = htonl(77);
-	r.ep.qkey = htonl(RDMA_UDP_QKEY);
-	r.ep.lid = htons(1);
-	r.ep.mtu = 5;
-	r.ep.port = 1;
+	cm_ep(&r.ep, 0x123456, 77);
 	r.conn.responder_resources = 4;
 	r.conn.initiator_depth = 4;
 	r.conn.retry_count = 7;
@@ -641,12 +647,7 @@ static void cm_rep(uint32_t status, uint8_t pdata_len)
 	struct cmw_rep r;
 
 	memset(&r, 0, sizeof(r));
-	r.ep.qpn = htonl(0x654321);
-	r.ep.psn = htonl(99);
-	r.ep.qkey = htonl(RDMA_UDP_QKEY);
-	r.ep.lid = htons(1);
-	r.ep.mtu = 5;
-	r.ep.port = 1;
+	cm_ep(&r.ep, 0x654321, 99);
 	r.conn.responder_resources = 2;
 	r.conn.initiator_depth = 2;
 	r.conn.pdata_len = pdata_len;

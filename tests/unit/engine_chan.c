@@ -351,6 +351,19 @@ struct side {
 	struct fake *f;
 };
 
+/* One frame in, and the engine must have read all of it: every case's
+ * first check on what it fed.  Returns drive()'s wakeups. */
+static unsigned deliver(struct side *s, struct sv_wire_hdr h, const void *payload,
+			uint32_t len)
+{
+	unsigned wakeups;
+
+	feed_frame(s->f, h, payload, len);
+	wakeups = drive(s->f);
+	EXPECT_EQ(s->f->in_off, s->f->in_len);
+	return wakeups;
+}
+
 /* RESET -> INIT -> RTR (the responder's states), rq_psn `psn`. */
 static void make_rtr(struct side *s, uint32_t psn)
 {
@@ -659,9 +672,7 @@ static void case_send(void)
 	responder(&s, psn, 50);
 	post_recv(&s, 11, OFF_RECV, 4096);
 	pattern(msg, sizeof(msg), 1);
-	feed_frame(s.f, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, psn), msg, sizeof(msg));
-	wakeups = drive(s.f);
-	EXPECT_EQ(s.f->in_off, s.f->in_len);
+	wakeups = deliver(&s, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, psn), msg, sizeof(msg));
 	EXPECT_EQ(s.f->reads, (64 + sizeof(msg) + 49) / 50);   /* stopped and resumed */
 	CHECK(wakeups >= 1);
 	expect_recv_wc(&s, 11, sizeof(msg));
@@ -685,9 +696,7 @@ static void case_send(void)
 		s.f->reads = 0;
 		post_recv(&s, 12, OFF_RECV, 256u << 10);
 		pattern(big, len, 7);
-		feed_frame(s.f, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, psn + 1), big, len);
-		wakeups = drive(s.f);
-		EXPECT_EQ(s.f->in_off, s.f->in_len);
+		wakeups = deliver(&s, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, psn + 1), big, len);
 		EXPECT_EQ(s.f->reads, (64 + len + 9999) / 10000);
 		CHECK(wakeups > 1);          /* 16 reads per wake-up (recv.c, SV_RX_READS) */
 		expect_recv_wc(&s, 12, len);
@@ -777,9 +786,7 @@ static void case_rnr(void)
 	begin("3 SEND with no receive posted: RNR NAK");
 	responder(&s, psn, 4096);
 	pattern(msg, sizeof(msg), 3);
-	feed_frame(s.f, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, psn), msg, sizeof(msg));
-	drive(s.f);
-	EXPECT_EQ(s.f->in_off, s.f->in_len);
+	deliver(&s, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, psn), msg, sizeof(msg));
 	h = take_frame(s.f, NULL);
 	expect_resp(&h, &s, SV_OP_NAK, psn, 0);
 	EXPECT_EQ(h.imm, SV_NAK_RNR);
@@ -793,9 +800,7 @@ static void case_rnr(void)
 	 * unanswered (go-back-N): the next PSN takes no receive. */
 	post_recv(&s, 31, OFF_RECV, 4096);
 	pattern(other, sizeof(other), 4);
-	feed_frame(s.f, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, psn + 1), other, sizeof(other));
-	drive(s.f);
-	EXPECT_EQ(s.f->in_off, s.f->in_len);
+	deliver(&s, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, psn + 1), other, sizeof(other));
 	expect_no_output(s.f);
 	expect_no_wc(&s);
 	expect_guard(0, MR_LEN);
@@ -835,9 +840,7 @@ static void case_rdma(void)
 	begin("4 RDMA WRITE and READ with the MR's rkey");
 	responder(&s, psn, 4096);
 	pattern(data, sizeof(data), 5);
-	feed_frame(s.f, rdma_hdr(&s, SV_OP_WRITE, psn, G.mr->rkey, OFF_WRITE), data, sizeof(data));
-	drive(s.f);
-	EXPECT_EQ(s.f->in_off, s.f->in_len);
+	deliver(&s, rdma_hdr(&s, SV_OP_WRITE, psn, G.mr->rkey, OFF_WRITE), data, sizeof(data));
 	expect_bytes(OFF_WRITE, data, sizeof(data));
 	expect_guard(0, OFF_WRITE);
 	expect_guard(OFF_WRITE + sizeof(data), MR_LEN - OFF_WRITE - sizeof(data));
@@ -849,9 +852,7 @@ static void case_rdma(void)
 	memcpy(G.mem + OFF_READ, src, sizeof(src));
 	h = rdma_hdr(&s, SV_OP_READ_REQ, psn + 1, G.mr->rkey, OFF_READ);
 	h.rlen = sizeof(src);
-	feed_frame(s.f, h, NULL, 0);
-	drive(s.f);
-	EXPECT_EQ(s.f->in_off, s.f->in_len);
+	deliver(&s, h, NULL, 0);
 	h = take_frame(s.f, &payload);
 	expect_resp(&h, &s, SV_OP_READ_RESP, psn + 1, sizeof(src));
 	CHECK(memcmp(payload, src, sizeof(src)) == 0);
@@ -865,10 +866,8 @@ static void case_rdma(void)
 	 * responder's QP goes to ERR (wire-format.md), its channel closed. */
 	begin("4 RDMA WRITE with a wrong rkey");
 	responder(&s, psn, 4096);
-	feed_frame(s.f, rdma_hdr(&s, SV_OP_WRITE, psn, G.mr->rkey ^ 0x55, OFF_WRITE), data,
-		   sizeof(data));
-	drive(s.f);
-	EXPECT_EQ(s.f->in_off, s.f->in_len);
+	deliver(&s, rdma_hdr(&s, SV_OP_WRITE, psn, G.mr->rkey ^ 0x55, OFF_WRITE), data,
+		sizeof(data));
 	expect_nak(&s, psn, SV_NAK_REM_ACCESS);
 	expect_no_output(s.f);
 	expect_guard(0, MR_LEN);
@@ -883,9 +882,7 @@ static void case_rdma(void)
 	memcpy(G.mem + OFF_READ, src, sizeof(src));
 	h = rdma_hdr(&s, SV_OP_READ_REQ, psn, G.mr->rkey ^ 0x55, OFF_READ);
 	h.rlen = sizeof(src);
-	feed_frame(s.f, h, NULL, 0);
-	drive(s.f);
-	EXPECT_EQ(s.f->in_off, s.f->in_len);
+	deliver(&s, h, NULL, 0);
 	expect_nak(&s, psn, SV_NAK_REM_ACCESS);   /* and no READ_RESP */
 	expect_no_output(s.f);
 	expect_no_wc(&s);
@@ -959,9 +956,7 @@ static void case_completer(void)
 	CHECK(memcmp(payload, msg, sizeof(msg)) == 0);
 	expect_no_output(s.f);
 	expect_no_wc(&s);                     /* not before its ACK */
-	feed_frame(s.f, hdr(SV_OP_ACK, s.qp->qp_num, PEER_QPN, psn), NULL, 0);
-	drive(s.f);
-	EXPECT_EQ(s.f->in_off, s.f->in_len);
+	deliver(&s, hdr(SV_OP_ACK, s.qp->qp_num, PEER_QPN, psn), NULL, 0);
 	expect_send_wc(&s, 51, IBV_WC_SUCCESS, IBV_WC_SEND, sizeof(msg));
 	expect_no_wc(&s);
 	expect_no_output(s.f);
@@ -976,9 +971,7 @@ static void case_completer(void)
 	expect_no_output(s.f);
 	expect_no_wc(&s);
 	pattern(rd, sizeof(rd), 9);
-	feed_frame(s.f, hdr(SV_OP_READ_RESP, s.qp->qp_num, PEER_QPN, psn + 1), rd, sizeof(rd));
-	drive(s.f);
-	EXPECT_EQ(s.f->in_off, s.f->in_len);
+	deliver(&s, hdr(SV_OP_READ_RESP, s.qp->qp_num, PEER_QPN, psn + 1), rd, sizeof(rd));
 	expect_send_wc(&s, 52, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, sizeof(rd));
 	expect_no_wc(&s);
 	expect_bytes(OFF_RDDST, rd, sizeof(rd));
@@ -991,9 +984,7 @@ static void case_completer(void)
 	expect_no_output(s.f);
 	h = hdr(SV_OP_NAK, s.qp->qp_num, PEER_QPN, psn + 2);
 	h.imm = SV_NAK_REM_ACCESS;
-	feed_frame(s.f, h, NULL, 0);
-	drive(s.f);
-	EXPECT_EQ(s.f->in_off, s.f->in_len);
+	deliver(&s, h, NULL, 0);
 	expect_send_wc(&s, 53, IBV_WC_REM_ACCESS_ERR, IBV_WC_SEND, 0);
 	expect_no_wc(&s);
 	EXPECT_EQ(qp_state(s.qp), IBV_QPS_ERR);

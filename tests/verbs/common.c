@@ -385,6 +385,14 @@ static void one_sge_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, enum ibv_wr_
 	wr->send_flags = flags;
 }
 
+void t_send_chain(struct ibv_send_wr *w, int n, struct ibv_sge *sge, enum ibv_wr_opcode op)
+{
+	for (int i = 0; i < n; i++) {
+		one_sge_wr(&w[i], sge, op, 1 + i, IBV_SEND_SIGNALED);
+		w[i].next = i < n - 1 ? &w[i + 1] : NULL;
+	}
+}
+
 int t_post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *addr,
 		uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey, int flags)
 {

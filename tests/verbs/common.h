@@ -251,6 +251,9 @@ int t_post_send(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *
 		uint32_t len, uint32_t lkey, int flags);
 int t_post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *addr,
 		uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey, int flags);
+/* n signaled WRs over one sge, wr_id 1..n, linked in order: a list to post
+ * at once, for the tests about what happens along it. */
+void t_send_chain(struct ibv_send_wr *w, int n, struct ibv_sge *sge, enum ibv_wr_opcode op);
 int t_post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *addr,
 		  uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
 		  uint64_t swap);

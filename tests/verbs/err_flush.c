@@ -18,16 +18,10 @@ int main(void)
 	/* failing WRITE (bad rkey), then 3 more behind it */
 	struct ibv_sge sge = { (uintptr_t)p.a.buf, 64, p.a.mr->lkey };
 	struct ibv_send_wr w[4], *bad;
-	memset(w, 0, sizeof(w));
+	t_send_chain(w, 4, &sge, IBV_WR_RDMA_WRITE);
 	for (int i = 0; i < 4; i++) {
-		w[i].wr_id = 1 + i;
-		w[i].sg_list = &sge;
-		w[i].num_sge = 1;
-		w[i].opcode = IBV_WR_RDMA_WRITE;
-		w[i].send_flags = IBV_SEND_SIGNALED;
 		w[i].wr.rdma.remote_addr = p.ib.addr;
 		w[i].wr.rdma.rkey = p.ib.rkey;
-		w[i].next = i < 3 ? &w[i + 1] : NULL;
 	}
 	w[0].wr.rdma.rkey ^= 0x00888800u;
 	w[2].opcode = IBV_WR_SEND;

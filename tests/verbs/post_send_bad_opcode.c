@@ -16,15 +16,7 @@ int main(void)
 
 	struct ibv_sge sge = { (uintptr_t)p.a.buf, 16, p.a.mr->lkey };
 	struct ibv_send_wr w[3], *bad = NULL;
-	memset(w, 0, sizeof(w));
-	for (int i = 0; i < 3; i++) {
-		w[i].wr_id = 1 + i;
-		w[i].sg_list = &sge;
-		w[i].num_sge = 1;
-		w[i].opcode = IBV_WR_SEND;
-		w[i].send_flags = IBV_SEND_SIGNALED;
-		w[i].next = i < 2 ? &w[i + 1] : NULL;
-	}
+	t_send_chain(w, 3, &sge, IBV_WR_SEND);
 	w[1].opcode = IBV_WR_RDMA_READ;
 	w[1].wr.rdma.remote_addr = p.ib.addr;
 	w[1].wr.rdma.rkey = p.ib.rkey;
