@@ -33,13 +33,16 @@ sv_count() {  # lat|bw SIZE: prints the perftest option and its value
   fi
 }
 
+# SV_LIB is the library measured and SV_TOOL its keys' first part: "sv",
+# or "old" for the build of --against (run.sh).
 sv_pt() {  # WHERE TEST SIZE
   local where=$1 test=$2 size=$3 kind unit key prog nopt n sns="" cns="" addr=127.0.0.1 tmo v rkey=""
+  local tool=${SV_TOOL:-sv}
   kind=${test#*_}
   prog=ib_$test
-  key=sv/$where/$test/$size
+  key=$tool/$where/$test/$size
   if [[ $kind == lat ]]; then unit=us tmo=30; else unit=MiB/s tmo=40; fi
-  ((size <= 64)) && [[ $kind == bw ]] && rkey=sv/$where/${test%_bw}_rate/$size
+  ((size <= 64)) && [[ $kind == bw ]] && rkey=$tool/$where/${test%_bw}_rate/$size
   if ! command -v "$prog" >/dev/null; then
     bench_fail "$key" "$unit" "$prog not installed (Debian package perftest)"
     return
@@ -63,7 +66,9 @@ sv_pt() {  # WHERE TEST SIZE
   # apart can compare two speeds of the machine.  The target is the
   # median of these pairs' ratios (report.sh).
   local pair_ref=""
-  if [[ $where == veth && $kind == lat && $size == 8 && $test != read_lat ]]; then
+  if [[ $tool != sv ]]; then
+    :   # the pairs with TCP are the build under test's
+  elif [[ $where == veth && $kind == lat && $size == 8 && $test != read_lat ]]; then
     ref_tcp veth lat "$size"
     pair_ref=$REF_TCP_VAL
   elif [[ $where == veth && $kind == bw && ($size == 65536 || $size == 1048576) ]]; then
@@ -73,7 +78,7 @@ sv_pt() {  # WHERE TEST SIZE
   bench_next_port
   SRV=(env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -d "$SV_DEV" -p "$PORT" -s "$size" "$nopt" "$n" -F)
   CLI=("${SRV[@]}" "$addr")
-  if ! bench_pair "sv-${where}_${test}_$size" "$sns" "$cns" "$PORT" "$tmo"; then
+  if ! bench_pair "$tool-${where}_${test}_$size" "$sns" "$cns" "$PORT" "$tmo"; then
     bench_fail "$key" "$unit" "$PAIR_ERR"
     [[ -n $rkey ]] && bench_fail "$rkey" Mpps "$PAIR_ERR"
     return
@@ -89,7 +94,7 @@ sv_pt() {  # WHERE TEST SIZE
   fi
   if [[ $kind == lat ]]; then
     v=$(pt_lat_avg "$PAIR_OUT" "$size")
-    [[ -n $v ]] && bench_rec "sv/$where/${test}_avg/$size" us "$v"
+    [[ -n $v ]] && bench_rec "$tool/$where/${test}_avg/$size" us "$v"
   fi
   if [[ -n $rkey ]]; then
     v=$(pt_rate "$PAIR_OUT" "$size")
@@ -97,13 +102,20 @@ sv_pt() {  # WHERE TEST SIZE
   fi
 }
 
+# One measurement of this build and, with --against, right after it the
+# same one of the other build: old and new meet the same machine.
+sv_pt_ab() {  # WHERE TEST SIZE
+  sv_pt "$@"
+  [[ -n ${BENCH_AGAINST:-} ]] && SV_LIB=$BENCH_AGAINST/lib SV_TOOL=old sv_pt "$@"
+}
+
 # One repetition of every perftest measurement at WHERE.
 fam_sv() {  # WHERE
   local t s
   for t in send_lat write_lat read_lat; do
-    for s in $BENCH_LAT_SIZES; do sv_pt "$1" "$t" "$s"; done
+    for s in $BENCH_LAT_SIZES; do sv_pt_ab "$1" "$t" "$s"; done
   done
   for t in send_bw write_bw read_bw; do
-    for s in $BENCH_BW_SIZES; do sv_pt "$1" "$t" "$s"; done
+    for s in $BENCH_BW_SIZES; do sv_pt_ab "$1" "$t" "$s"; done
   done
 }

@@ -209,6 +209,39 @@ bench_versions() {
     awk '{ printf "%s%s %s", sep, $1, $2; sep = ", " } END { print "" }'
 }
 
+# --against: each perftest row of this build next to the other build's,
+# measured right after it in every repetition.  "within spread" when the
+# two ranges of runs overlap; else better or worse for this build.
+ab_table() {
+  local where test size k o unit lower v commit
+  commit=$(git -C "$BENCH_AGAINST/.." rev-parse --short HEAD 2>/dev/null || echo "?")
+  echo "### This build against \`$BENCH_AGAINST\` (old)"
+  echo
+  echo "Each perftest run of this build was followed by the same run of the old"
+  echo "one (\`--against\`; old build's checkout at $commit)."
+  echo
+  echo "| test | where | size | new: median (range) | old: median (range) | new / old | verdict |"
+  echo "|---|---|---|---|---|---|---|"
+  for where in host veth; do
+    for test in send_lat write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
+      for size in 8 64 4096 65536 1048576; do
+        k=sv/$where/$test/$size o=old/$where/$test/$size
+        { has_val "$k" && has_val "$o"; } || continue
+        unit=${UNITOF[$k]}
+        lower=0; [[ $unit == us ]] && lower=1
+        v=$(awk -v nl="${LO[$k]}" -v nh="${HI[$k]}" -v ol="${LO[$o]}" -v oh="${HI[$o]}" \
+              -v nm="${MED[$k]}" -v om="${MED[$o]}" -v lower="$lower" 'BEGIN {
+              if (nl <= oh && ol <= nh) print "within spread"
+              else if ((nm < om) == (lower == 1)) print "better"
+              else print "**worse**" }')
+        echo "| ib_$test | $where | $(fmt_size "$size") | $(show_val "$k") ($(fmt_num "${LO[$k]}")–$(fmt_num "${HI[$k]}")) |" \
+             "$(show_val "$o") ($(fmt_num "${LO[$o]}")–$(fmt_num "${HI[$o]}")) | $(ratio_of "$k" "$o" 1)x | $v |"
+      done
+    done
+  done
+  echo
+}
+
 bench_report() {  # OUT.md
   local out=$1 k tool where test size commit dirty="" s sv t
   commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -291,13 +324,15 @@ bench_report() {  # OUT.md
     done
     echo
 
+    [[ -n ${BENCH_AGAINST:-} ]] && ab_table
+
     echo "### References: machine limits and peers"
     echo
     echo "| measurement | where | size | median | runs ok (range) |"
     echo "|---|---|---|---|---|"
     while IFS=$'\t' read -r k _; do
       IFS=/ read -r tool where test size <<<"$k"
-      case $tool in sv|scale|idle|cmtime|pair) continue ;; esac
+      case $tool in sv|old|scale|idle|cmtime|pair) continue ;; esac
       echo "| $(ref_label "$k") | $where | $(fmt_size "$size") | $(show_val "$k") | $(runs_of "$k") |"
     done < <(sort -t/ -k1,1 -k2,2 -k3,3 -k4,4n "$BENCH_WORK/medians.tsv")
     echo

@@ -4,6 +4,7 @@
 # machine, so that the ratios hold even on a noisy machine.
 #
 #   bench/run.sh [--reps N] [--budget SECONDS] [--quick] [--no-veth] [--results DIR]
+#                [--against BUILD]
 #
 #   --reps N       repetitions of every measurement (default 3, BENCH_REPS);
 #                  repetitions are interleaved: each one runs every tool once
@@ -13,6 +14,9 @@
 #   --no-veth      skip the two-namespace (veth) measurements
 #   --results DIR  where <YYYY-MM-DD>.md (appended to) and .png go
 #                  (default bench/results)
+#   --against B    also measure the build directory B (another commit's:
+#                  its lib/), each perftest run right after this build's,
+#                  and report old against new (BENCH_AGAINST)
 #
 # Needs the build (make: build/lib and build/bench), perftest, ucx-utils,
 # libfabric-bin, rdmacm-utils, iproute2, util-linux and gnuplot-nox; the
@@ -27,7 +31,7 @@ BENCH_STREAM_SIZES=${BENCH_STREAM_SIZES:-4096 65536 1048576}
 results=""
 want_veth=1
 
-usage() { sed -n '2,19s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,23s/^# \{0,1\}//p' "$0"; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --reps) BENCH_REPS=$2; shift 2 ;;
@@ -38,6 +42,7 @@ while [[ $# -gt 0 ]]; do
       shift ;;
     --no-veth) want_veth=0; shift ;;
     --results) results=$2; shift 2 ;;
+    --against) BENCH_AGAINST=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
   esac
@@ -69,6 +74,12 @@ exec 9>"$lockdir/softverbs-bench.lock"
 if ! flock -w 5 9; then
   echo "run.sh: another benchmark run holds $lockdir/softverbs-bench.lock" >&2
   exit 1
+fi
+
+BENCH_AGAINST=${BENCH_AGAINST:-}
+if [[ -n $BENCH_AGAINST && ! -e $BENCH_AGAINST/lib/libibverbs.so.1 ]]; then
+  echo "run.sh: --against $BENCH_AGAINST: no lib/libibverbs.so.1 there" >&2
+  exit 2
 fi
 
 missing=()
