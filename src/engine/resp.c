@@ -231,18 +231,33 @@ static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wir
 	sv_xmit_resp_commit(c, f);
 }
 
+SV_NAME_TABLE(sv_resp_state_name, enum sv_resp_state, SV_RESP_NSTATES,
+	      [SV_RESP_OPEN] = "OPEN", [SV_RESP_HOLDING] = "HOLDING",
+	      [SV_RESP_HOLD_OVER] = "HOLD_OVER", [SV_RESP_NAKED] = "NAKED")
+
+/* QP lock held.  Every change is traced by name. */
+void sv_resp_set(struct sv_qp *qp, enum sv_resp_state s)
+{
+	if (qp->resp == s)
+		return;
+	sv_trace("qp %u: responder %s -> %s", qp->ibqp.qp_base.qp_num,
+		 sv_resp_state_name(qp->resp), sv_resp_state_name(s));
+	qp->resp = s;
+}
+
 /* PSN check for RC.  Returns false if the request is to be discarded. */
 static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
 	if (!is_rc(qp))
 		return true;
 	if (h->psn == qp->epsn) {
-		qp->nak_sent = false;
+		if (qp->resp == SV_RESP_NAKED)
+			sv_resp_set(qp, SV_RESP_OPEN);
 		return true;
 	}
-	sv_trace("qp %u: request psn %u, expected %u%s", qp->ibqp.qp_base.qp_num, h->psn,
-		 qp->epsn, qp->nak_sent ? " (after NAK)" : "");
-	if (!qp->nak_sent && sv_psn_le(h->psn, qp->epsn)) {
+	sv_trace("qp %u: request psn %u, expected %u (%s)", qp->ibqp.qp_base.qp_num, h->psn,
+		 qp->epsn, sv_resp_state_name(qp->resp));
+	if (qp->resp != SV_RESP_NAKED && sv_psn_le(h->psn, qp->epsn)) {
 		/* Duplicate of something already executed: acknowledge again. */
 		qp->rctx.ack = true;
 		if (h->opcode == SV_OP_READ_REQ)
@@ -274,10 +289,11 @@ static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr
  */
 static bool rnr_hold(struct sv_qp *qp, struct sv_conn *c)
 {
-	if (!(c->caps & SV_CAP_HOLD) || !is_rc(qp) || qp->srq || qp->rnr_hold_over)
+	if (!(c->caps & SV_CAP_HOLD) || !is_rc(qp) || qp->srq || qp->resp == SV_RESP_HOLD_OVER)
 		return false;
 	if (c->qc->rx_state != SV_RX_HELD)
 		qp->rnr_hold_since = sv_now_ns();
+	sv_resp_set(qp, SV_RESP_HOLDING);
 	sv_rx_set(c, SV_RX_HELD);
 	if (!qp->rnr_hold_deadline) {
 		qp->rnr_hold_deadline = qp->rnr_hold_since +
@@ -310,7 +326,7 @@ void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now)
 			qp->rnr_hold_deadline = qp->rnr_hold_since + t;
 			return;
 		}
-		qp->rnr_hold_over = true;
+		sv_resp_set(qp, SV_RESP_HOLD_OVER);
 		sv_rx_set(c, SV_RX_READY);
 	}
 	sv_rx_serve(c);      /* a held SEND is on a ring channel */
@@ -350,17 +366,17 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 	if ((oi->flags & SV_OPF_RECV) && !take_rwqe(qp)) {
 		if (rnr_hold(qp, c))
 			return;
-		qp->rnr_hold_over = false;
 		qp->rctx.drop = true;
 		qp->rctx.ack = false;
 		if (is_rc(qp)) {
 			/* Receiver not ready: NAK and drop until this PSN comes again. */
-			qp->nak_sent = true;
+			sv_resp_set(qp, SV_RESP_NAKED);
 			sv_xmit_nak(c, qp, h->psn, SV_NAK_RNR, qp->attr.min_rnr_timer);
 		}
 		return;
 	}
-	qp->rnr_hold_over = false;
+	if (qp->resp != SV_RESP_OPEN)
+		sv_resp_set(qp, SV_RESP_OPEN);
 	switch (h->opcode) {
 	case SV_OP_SEND:
 	case SV_OP_SEND_IMM:

@@ -192,7 +192,8 @@ static void qp_reset(struct sv_qp *qp)
 	qp->rq.head = qp->rq.tail = 0;
 	qp->rd_outstanding = qp->retries = qp->rnr_retries = 0;
 	sv_qp_timers_stop(qp);
-	qp->rnr_wait = qp->nak_sent = qp->comm_est_sent = false;
+	qp->rnr_wait = qp->comm_est_sent = false;
+	sv_resp_set(qp, SV_RESP_OPEN);
 	sv_link_set(qp, SV_LINK_IDLE);
 	sv_qp_timer_update(qp);
 }

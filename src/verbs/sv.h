@@ -247,6 +247,18 @@ void sv_link_set(struct sv_qp *qp, enum sv_link_state s);
 /* Requester WQE states' names (engine/comp.c). */
 const char *sv_swqe_state_name(enum sv_swqe_state s);
 
+/* The RC responder (engine/resp.c).  UC and UD stay OPEN. */
+enum sv_resp_state {
+	SV_RESP_OPEN,                /* takes the request at epsn */
+	SV_RESP_HOLDING,             /* a SEND on a ring waits for a receive, up to the RNR timer */
+	SV_RESP_HOLD_OVER,           /* it waited the whole timer: it gets its RNR NAK */
+	SV_RESP_NAKED,               /* RNR NAK sent: drop requests until epsn comes again */
+	SV_RESP_NSTATES
+};
+/* engine/resp.c: the responder's name, and its one door (changes logged). */
+const char *sv_resp_state_name(enum sv_resp_state s);
+void sv_resp_set(struct sv_qp *qp, enum sv_resp_state s);
+
 struct sv_qp {
 	struct ibv_qp_ex ibqp;       /* prefix: struct ibv_qp */
 	pthread_mutex_t lock;        /* released by application threads with sv_qp_unlock */
@@ -287,10 +299,9 @@ struct sv_qp {
 	/* responder */
 	struct sv_conn *in;          /* requests in, responses out */
 	uint32_t epsn;               /* expected PSN */
-	bool nak_sent;               /* drop requests until epsn arrives again */
+	enum sv_resp_state resp;     /* sv_resp_set() changes it */
 	uint64_t rnr_hold_since;     /* ns; a SEND waits for a receive since (resp.c) */
 	uint64_t rnr_hold_deadline;  /* ns; look at the held SEND then */
-	bool rnr_hold_over;          /* it waited the RNR timer: it gets its RNR NAK */
 	bool comm_est_sent;
 
 	/* responder: the request being received (on `in`, or on `out` if

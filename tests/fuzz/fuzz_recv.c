@@ -862,7 +862,7 @@ struct qp_snap {
 	enum ibv_qp_state state;
 	struct sv_conn *in, *out;
 	uint32_t epsn, rq_head, rq_tail;
-	bool nak_sent;
+	enum sv_resp_state resp;
 	enum sv_link_state link;
 };
 
@@ -878,7 +878,7 @@ static struct qp_snap snap(struct ibv_qp *qp)
 	pthread_mutex_lock(&s->lock);
 	r = (struct qp_snap){ .state = a.qp_state, .in = s->in, .out = s->out, .epsn = s->epsn,
 			      .rq_head = s->rq.head, .rq_tail = s->rq.tail,
-			      .nak_sent = s->nak_sent, .link = s->link };
+			      .resp = s->resp, .link = s->link };
 	pthread_mutex_unlock(&s->lock);
 	return r;
 }
@@ -896,7 +896,7 @@ static void check_snap(struct ibv_qp *qp, const struct qp_snap *was)
 	FZ_SAME(epsn, "its expected PSN");
 	FZ_SAME(rq_head, "its receive queue");
 	FZ_SAME(rq_tail, "its receive queue");
-	FZ_SAME(nak_sent, "its NAK state");
+	FZ_SAME(resp, "its responder state");
 	FZ_SAME(link, "its link state");
 #undef FZ_SAME
 }
