@@ -239,7 +239,7 @@ void sv_comp_ack_word(struct sv_qp *qp, struct sv_conn *c)
 {
 	uint32_t psn;
 
-	if (!sv_conn_shm_ack_take(c, &psn) || qp->attr.qp_state == IBV_QPS_ERR)
+	if (!sv_chan_ack_take(c, &psn) || qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	on_ack(qp, psn);
 	after_response(qp);

@@ -110,7 +110,7 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 	cq->rings[cq->nrings] = c;
 	__atomic_store_n(&cq->nrings, cq->nrings + 1, __ATOMIC_RELEASE);
 	if (cq->rings_armed)
-		sv_conn_shm_arm(c, true);
+		sv_chan_arm(c, true);
 	pthread_mutex_unlock(&cq->drive_lock);
 }
 
@@ -427,7 +427,7 @@ static void release_held_acks(struct sv_cq *cq)
  * transmit that was blocked? */
 static bool ring_ready(struct sv_conn *c)
 {
-	return sv_conn_shm_has_input(c) ||
+	return sv_chan_has_input(c) ||
 	       (__atomic_load_n(&c->want_out, __ATOMIC_RELAXED) &&
 		sv_ring_writable(c->shm.tx, c->shm.size));
 }
@@ -531,7 +531,7 @@ static void rings_arm(struct sv_cq *cq, bool on)
 	if (cq->rings_armed != on) {
 		__atomic_store_n(&cq->rings_armed, on, __ATOMIC_RELAXED);
 		for (uint32_t i = 0; i < cq->nrings; i++)
-			sv_conn_shm_arm(cq->rings[i], on);
+			sv_chan_arm(cq->rings[i], on);
 	}
 	pthread_mutex_unlock(&cq->drive_lock);
 }

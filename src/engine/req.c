@@ -166,7 +166,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 		sv_comp_fail(qp, w, st);
 		return true;
 	}
-	switch (sv_conn_direct(c, &d)) {
+	switch (sv_chan_direct(c, &d)) {
 	case 0:
 		break;
 	case -EINVAL:
@@ -492,7 +492,7 @@ void sv_req_on_connected(struct sv_qp *qp)
 	struct sv_conn *c = qp->out;
 	struct sv_txframe *f = &c->qc->ctrl;
 	/* rings (and our segment) for a same-host peer of our own user only */
-	uint64_t seg_va = sv_conn_rings_offer(c);
+	uint64_t seg_va = sv_chan_offer(c);
 
 	sv_link_set(qp, SV_LINK_HELLO);
 	qp->link_deadline = 0;
@@ -514,7 +514,7 @@ void sv_req_on_connected(struct sv_qp *qp)
 
 void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
 {
-	if (sv_conn_rings_answered(c, &c->qc->rx_hdr, qp->ibqp.qp_base.qp_type == IBV_QPT_RC)) {
+	if (sv_chan_answered(c, &c->qc->rx_hdr, qp->ibqp.qp_base.qp_type == IBV_QPT_RC)) {
 		sv_rx_on_rings(c);
 		sv_engine_drive_register(c, qp->scq);
 	}

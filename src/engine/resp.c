@@ -124,7 +124,7 @@ static ssize_t pull_copy(struct sv_qp *qp, struct sv_conn *c, const struct sv_wi
 		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
 		return 0;
 	}
-	r = sv_conn_pull(c, c->qc->pull_rx, n, qp->rctx.dst, qp->rctx.ndst, h->rlen);
+	r = sv_chan_pull(c, c->qc->pull_rx, n, qp->rctx.dst, qp->rctx.ndst, h->rlen);
 	sv_mr_unlock();
 	return r;
 }

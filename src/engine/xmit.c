@@ -422,7 +422,7 @@ void sv_xmit_flush(struct sv_conn *c)
 		return;
 	if (c->qc->ack_word_pending) {
 		c->qc->ack_word_pending = false;
-		sv_conn_shm_ack(c, c->qc->ack_word_psn);
+		sv_chan_ack_publish(c, c->qc->ack_word_psn);
 	}
 	/* Building a frame can fail a WQE and take the QP to ERR, which closes
 	 * this channel: stop as soon as it is closed. */

@@ -11,6 +11,7 @@
 #ifndef SV_TRANSPORT_H
 #define SV_TRANSPORT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -60,6 +61,7 @@ enum sv_chan_input {
  * unix/stream.c, shm/ringchan.c).  writev returns the bytes taken, 0 when
  * there is no room; readv the bytes read, -EAGAIN when there is nothing,
  * else the channel is dead (c->dead). */
+struct sv_direct;
 struct sv_chan_ops {
 	const char *name;            /* for logs */
 	uint32_t caps;               /* enum sv_chan_cap */
@@ -67,6 +69,23 @@ struct sv_chan_ops {
 	ssize_t (*writev)(struct sv_conn *c, const struct iovec *iov, int n);
 	ssize_t (*readv)(struct sv_conn *c, const struct iovec *iov, int n);
 	void (*close)(struct sv_conn *c);    /* optional: tell the peer first */
+
+	/* The rest is optional: NULL where the transport cannot, and the
+	 * sv_chan_* calls below answer for it (nothing, or -EOPNOTSUPP). */
+	/* SV_CAP_MAPPED: input waiting in memory; a sleeper's writer must ring */
+	bool (*has_input)(const struct sv_conn *c);
+	void (*arm)(struct sv_conn *c, bool on);
+	/* SV_CAP_ACK_WORD: the responder publishes, the requester takes a new value */
+	void (*ack_publish)(struct sv_conn *c, uint32_t psn);
+	bool (*ack_take)(struct sv_conn *c, uint32_t *psn);
+	/* the peer's memory, directly (cma_ok: one-sided ops; pull_ok: SENDs) */
+	int (*direct)(struct sv_conn *c, const struct sv_direct *d);
+	ssize_t (*pull)(struct sv_conn *c, const struct sv_wire_pull *pd, int n,
+			const struct iovec *dst, int ndst, size_t len);
+	/* the same-host handshake (shm/handshake.c) */
+	uint64_t (*offer)(struct sv_conn *c);
+	uint64_t (*take)(struct sv_conn *c, const struct sv_wire_hdr *hello);
+	bool (*answered)(struct sv_conn *c, const struct sv_wire_hdr *ack, bool pull_wanted);
 };
 extern const struct sv_chan_ops sv_tcp_ops, sv_unix_ops, sv_ring_ops;
 
@@ -156,15 +175,6 @@ int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct 
 int sv_conn_connect_local(struct sv_node *node, uint16_t port, struct sv_conn **out);
 /* Switch a channel to its rings (both ends, after HELLO/HELLO_ACK). */
 void sv_conn_shm_start(struct sv_conn *c);
-/* Ring channels acknowledge in the request ring (shm/ring.h): the
- * responder publishes, the requester takes a new value (false: none). */
-void sv_conn_shm_ack(struct sv_conn *c, uint32_t psn);
-/* A thread sleeps for the CQ this ring channel completes to (on): its
- * writer rings the doorbell even while another thread of ours polls. */
-void sv_conn_shm_arm(struct sv_conn *c, bool on);
-bool sv_conn_shm_ack_take(struct sv_conn *c, uint32_t *psn);
-/* Frames to read, or an acknowledgement not yet taken. */
-bool sv_conn_shm_has_input(const struct sv_conn *c);
 /* Consume doorbell bytes; true if the peer has gone (EOF or error). */
 bool sv_conn_doorbell_drain(struct sv_conn *c);
 /* Progress thread, before sleeping: ask writers for a doorbell; returns the
@@ -221,6 +231,8 @@ bool sv_conn_same_user(struct sv_conn *c);
 uint64_t sv_conn_rings_offer(struct sv_conn *c);
 uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello);
 bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bool pull_wanted);
+/* ring channels (shm/ringchan.c): their ops' functions */
+bool sv_conn_shm_has_input(const struct sv_conn *c);
 /* The peer's QP left the connected states: it marked the rings. */
 bool sv_conn_peer_left(const struct sv_conn *c);
 /* "shared memory", "unix socket" or "tcp", for logs. */
@@ -246,6 +258,63 @@ int sv_conn_direct(struct sv_conn *c, const struct sv_direct *d);
  * descriptors), read from the requester into dst; bytes or -errno. */
 ssize_t sv_conn_pull(struct sv_conn *c, const struct sv_wire_pull *pd, int n,
 		     const struct iovec *dst, int ndst, size_t len);
+
+/* The engine's calls of a channel's optional ops (struct sv_chan_ops). */
+/* Frames to read, or an acknowledgement not yet taken (pollers, unlocked). */
+static inline bool sv_chan_has_input(const struct sv_conn *c)
+{
+	return c->ops->has_input && c->ops->has_input(c);
+}
+
+/* A thread sleeps for the CQ this channel completes to (on): its writer
+ * rings the doorbell even while another thread of ours polls. */
+static inline void sv_chan_arm(struct sv_conn *c, bool on)
+{
+	if (c->ops->arm)
+		c->ops->arm(c, on);
+}
+
+static inline void sv_chan_ack_publish(struct sv_conn *c, uint32_t psn)
+{
+	if (c->ops->ack_publish)
+		c->ops->ack_publish(c, psn);
+}
+
+/* A new value of the peer's ACK word (false: none). */
+static inline bool sv_chan_ack_take(struct sv_conn *c, uint32_t *psn)
+{
+	return c->ops->ack_take && c->ops->ack_take(c, psn);
+}
+
+static inline int sv_chan_direct(struct sv_conn *c, const struct sv_direct *d)
+{
+	return c->ops->direct ? c->ops->direct(c, d) : -EOPNOTSUPP;
+}
+
+static inline ssize_t sv_chan_pull(struct sv_conn *c, const struct sv_wire_pull *pd, int n,
+				   const struct iovec *dst, int ndst, size_t len)
+{
+	return c->ops->pull ? c->ops->pull(c, pd, n, dst, ndst, len) : -EOPNOTSUPP;
+}
+
+/* Handshake: what we offer in our HELLO (0: nothing), take of the peer's
+ * offer for our HELLO_ACK (0: nothing), and whether its answer switched
+ * the channel to rings. */
+static inline uint64_t sv_chan_offer(struct sv_conn *c)
+{
+	return c->ops->offer ? c->ops->offer(c) : 0;
+}
+
+static inline uint64_t sv_chan_take(struct sv_conn *c, const struct sv_wire_hdr *hello)
+{
+	return c->ops->take ? c->ops->take(c, hello) : 0;
+}
+
+static inline bool sv_chan_answered(struct sv_conn *c, const struct sv_wire_hdr *ack,
+				    bool pull_wanted)
+{
+	return c->ops->answered && c->ops->answered(c, ack, pull_wanted);
+}
 
 /* conn.c: the listeners' handlers (TCP and unix). */
 void sv_conn_on_accept(struct sv_handler *h, uint32_t events);

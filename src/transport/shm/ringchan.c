@@ -122,22 +122,13 @@ static void ring_close(struct sv_conn *c)
 	__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
 }
 
-const struct sv_chan_ops sv_ring_ops = {
-	.name = "shared memory",
-	.caps = SV_CAP_MAPPED | SV_CAP_ACK_WORD | SV_CAP_HOLD | SV_CAP_SHORT_HDR,
-	.same_host = true,
-	.writev = shm_writev,
-	.readv = shm_readv,
-	.close = ring_close,
-};
-
-void sv_conn_shm_ack(struct sv_conn *c, uint32_t psn)
+static void ring_ack_publish(struct sv_conn *c, uint32_t psn)
 {
 	sv_ring_ack_publish(c->shm.tx, psn);
 	ring_doorbell(c, &c->shm.tx->consumer_wants_wake, &c->shm.tx->consumer_armed);
 }
 
-void sv_conn_shm_arm(struct sv_conn *c, bool on)
+static void ring_arm(struct sv_conn *c, bool on)
 {
 	if (__atomic_load_n(&c->shm.rx->consumer_armed, __ATOMIC_RELAXED) != on)
 		__atomic_store_n(&c->shm.rx->consumer_armed, on, __ATOMIC_SEQ_CST);
@@ -150,7 +141,7 @@ static bool shm_ack_moved(const struct sv_conn *c, uint32_t *w)
 	return *w != __atomic_load_n(&c->shm.rx_ack_seen, __ATOMIC_RELAXED);
 }
 
-bool sv_conn_shm_ack_take(struct sv_conn *c, uint32_t *psn)
+static bool ring_ack_take(struct sv_conn *c, uint32_t *psn)
 {
 	uint32_t w;
 
@@ -174,6 +165,21 @@ bool sv_conn_shm_has_input(const struct sv_conn *c)
 		(in == SV_INPUT_STAGED || sv_ring_has_input(c->shm.rx, c->shm.size))) ||
 	       (c->outbound && shm_ack_moved(c, &w));
 }
+
+const struct sv_chan_ops sv_ring_ops = {
+	.name = "shared memory",
+	.caps = SV_CAP_MAPPED | SV_CAP_ACK_WORD | SV_CAP_HOLD | SV_CAP_SHORT_HDR,
+	.same_host = true,
+	.writev = shm_writev,
+	.readv = shm_readv,
+	.close = ring_close,
+	.has_input = sv_conn_shm_has_input,
+	.arm = ring_arm,
+	.ack_publish = ring_ack_publish,
+	.ack_take = ring_ack_take,
+	.direct = sv_conn_direct,
+	.pull = sv_conn_pull,
+};
 
 void sv_conn_shm_start(struct sv_conn *c)
 {

@@ -33,6 +33,9 @@ const struct sv_chan_ops sv_unix_ops = {
 	.same_host = true,
 	.writev = unix_writev,
 	.readv = unix_readv,
+	.offer = sv_conn_rings_offer,
+	.take = sv_conn_rings_take,
+	.answered = sv_conn_rings_answered,
 };
 
 int sv_conn_connect_local(struct sv_node *node, uint16_t port, struct sv_conn **out)
