@@ -6,6 +6,8 @@
 #       round trip of a READ; t_avg is kept too (key TEST_avg), to show tails
 #   ib_send_bw, ib_write_bw, ib_read_bw      BW average [MB/sec = MiB/s];
 #       for 8 and 64 B also MsgRate [Mpps]
+#   send_lat_ev                             ib_send_lat -e: both sides sleep
+#       on a completion channel (how servers wait), t_typical, us
 # WHERE is "host" (server and client on 127.0.0.1) or "veth" (server in
 # test host svb-a, client in svb-b connecting to 10.78.0.1, each with its own
 # /dev/shm and /tmp: softverbs sees two hosts and uses its TCP channels).
@@ -37,9 +39,10 @@ sv_count() {  # lat|bw SIZE: prints the perftest option and its value
 # or "old" for the build of --against (run.sh).
 sv_pt() {  # WHERE TEST SIZE
   local where=$1 test=$2 size=$3 kind unit key prog nopt n sns="" cns="" addr=127.0.0.1 tmo v rkey=""
-  local tool=${SV_TOOL:-sv}
-  kind=${test#*_}
-  prog=ib_$test
+  local tool=${SV_TOOL:-sv} base=$test extra=()
+  if [[ $test == *_ev ]]; then base=${test%_ev} extra=(-e); fi
+  kind=${base#*_}
+  prog=ib_$base
   key=$tool/$where/$test/$size
   if [[ $kind == lat ]]; then unit=us tmo=30; else unit=MiB/s tmo=40; fi
   ((size <= 64)) && [[ $kind == bw ]] && rkey=$tool/$where/${test%_bw}_rate/$size
@@ -76,7 +79,7 @@ sv_pt() {  # WHERE TEST SIZE
     pair_ref=$REF_TCP_VAL
   fi
   bench_next_port
-  SRV=(env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -d "$SV_DEV" -p "$PORT" -s "$size" "$nopt" "$n" -F)
+  SRV=(env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -d "$SV_DEV" -p "$PORT" -s "$size" "$nopt" "$n" -F "${extra[@]}")
   CLI=("${SRV[@]}" "$addr")
   if ! bench_pair "$tool-${where}_${test}_$size" "$sns" "$cns" "$PORT" "$tmo"; then
     bench_fail "$key" "$unit" "$PAIR_ERR"
@@ -115,6 +118,7 @@ fam_sv() {  # WHERE
   for t in send_lat write_lat read_lat; do
     for s in $BENCH_LAT_SIZES; do sv_pt_ab "$1" "$t" "$s"; done
   done
+  sv_pt_ab "$1" send_lat_ev 8
   for t in send_bw write_bw read_bw; do
     for s in $BENCH_BW_SIZES; do sv_pt_ab "$1" "$t" "$s"; done
   done

@@ -162,6 +162,7 @@ ref_of() {  # sv/WHERE/TEST/SIZE
   if [[ $where == host ]]; then
     case $test in
       send_lat|write_lat) REF=ucx-posix/host/tag_lat/$size REFLABEL="UCX posix tag_lat" ;;
+      send_lat_ev) REF=shm/host/futex_lat/$size REFLABEL="shared-memory ping-pong, futex wake" ;;
       read_lat) REF=ucx-posix/host/tag_lat/$size REFLABEL="2 × UCX posix tag_lat (round trip)" REFF=2 ;;
       *_bw) REF=ucx-posix/host/tag_bw/$size REFLABEL="UCX posix tag_bw" ;;
       *_rate) REF=ucx-posix/host/tag_rate/$size REFLABEL="UCX posix tag_bw msg rate" ;;
@@ -223,7 +224,7 @@ ab_table() {
   echo "| test | where | size | new: median (range) | old: median (range) | new / old | verdict |"
   echo "|---|---|---|---|---|---|---|"
   for where in host veth; do
-    for test in send_lat write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
+    for test in send_lat send_lat_ev write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
       for size in 8 64 4096 65536 1048576; do
         k=sv/$where/$test/$size o=old/$where/$test/$size
         { has_val "$k" && has_val "$o"; } || continue
@@ -291,6 +292,8 @@ bench_report() {  # OUT.md
     for t in send write; do
       target "same host ib_${t}_bw -s 8 message rate" "sv/host/${t}_rate/8" "" "" ge 5
     done
+    target "same host ib_send_lat -e 8 B vs a futex ping-pong" sv/host/send_lat_ev/8 shm/host/futex_lat/8 \
+           "shared memory, futex wake" le 1.5
     target "idle: $BENCH_IDLE_QPS connected QPs, ${BENCH_IDLE_SECONDS} s" "idle/host/cpu_pct/$BENCH_IDLE_QPS" "" "" le 1
     echo
     echo "Targets: $TARGETS_PASS passed, $TARGETS_FAIL failed, $TARGETS_NA without a value." \
@@ -304,7 +307,7 @@ bench_report() {  # OUT.md
     echo "| test | where | size | softverbs | reference | ratio (softverbs / reference) | runs ok (range) |"
     echo "|---|---|---|---|---|---|---|"
     for where in host veth; do
-      for test in send_lat write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
+      for test in send_lat send_lat_ev write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
         for size in 8 64 4096 65536 1048576; do
           sv=sv/$where/$test/$size
           [[ -n ${NALL[$sv]:-} ]] || continue
@@ -316,6 +319,7 @@ bench_report() {  # OUT.md
           fi
           local name=ib_$test svv
           [[ $test == *_rate ]] && name="ib_${test%_rate}_bw msg rate"
+          [[ $test == *_ev ]] && name="ib_${test%_ev} -e"
           svv=$(show_val "$sv")
           has_val "sv/$where/${test}_avg/$size" && svv+=" (mean $(show_val "sv/$where/${test}_avg/$size"))"
           echo "| $name | $where | $(fmt_size "$size") | $svv | $rv | $r | $(runs_of "$sv") |"
