@@ -210,6 +210,25 @@ bench_versions() {
     awk '{ printf "%s%s %s", sep, $1, $2; sep = ", " } END { print "" }'
 }
 
+# The perftest rows the tables show, in order: "WHERE TEST SIZE" a line.
+pt_rows() {
+  local where test size
+  for where in host veth; do
+    for test in send_lat send_lat_ev write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
+      for size in 8 64 4096 65536 1048576; do echo "$where $test $size"; done
+    done
+  done
+}
+
+# A perftest row's name for people.
+pt_name() {  # TEST
+  case $1 in
+    *_rate) echo "ib_${1%_rate}_bw msg rate" ;;
+    *_ev) echo "ib_${1%_ev} -e" ;;
+    *) echo "ib_$1" ;;
+  esac
+}
+
 # --against: each perftest row of this build next to the other build's,
 # measured right after it in every repetition.  "within spread" when the
 # two ranges of runs overlap; else better or worse for this build.
@@ -223,23 +242,19 @@ ab_table() {
   echo
   echo "| test | where | size | new: median (range) | old: median (range) | new / old | verdict |"
   echo "|---|---|---|---|---|---|---|"
-  for where in host veth; do
-    for test in send_lat send_lat_ev write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
-      for size in 8 64 4096 65536 1048576; do
-        k=sv/$where/$test/$size o=old/$where/$test/$size
-        { has_val "$k" && has_val "$o"; } || continue
-        unit=${UNITOF[$k]}
-        lower=0; [[ $unit == us ]] && lower=1
-        v=$(awk -v nl="${LO[$k]}" -v nh="${HI[$k]}" -v ol="${LO[$o]}" -v oh="${HI[$o]}" \
-              -v nm="${MED[$k]}" -v om="${MED[$o]}" -v lower="$lower" 'BEGIN {
-              if (nl <= oh && ol <= nh) print "within spread"
-              else if ((nm < om) == (lower == 1)) print "better"
-              else print "**worse**" }')
-        echo "| ib_$test | $where | $(fmt_size "$size") | $(show_val "$k") ($(fmt_num "${LO[$k]}")–$(fmt_num "${HI[$k]}")) |" \
-             "$(show_val "$o") ($(fmt_num "${LO[$o]}")–$(fmt_num "${HI[$o]}")) | $(ratio_of "$k" "$o" 1)x | $v |"
-      done
-    done
-  done
+  while read -r where test size; do
+    k=sv/$where/$test/$size o=old/$where/$test/$size
+    { has_val "$k" && has_val "$o"; } || continue
+    unit=${UNITOF[$k]}
+    lower=0; [[ $unit == us ]] && lower=1
+    v=$(awk -v nl="${LO[$k]}" -v nh="${HI[$k]}" -v ol="${LO[$o]}" -v oh="${HI[$o]}" \
+          -v nm="${MED[$k]}" -v om="${MED[$o]}" -v lower="$lower" 'BEGIN {
+          if (nl <= oh && ol <= nh) print "within spread"
+          else if ((nm < om) == (lower == 1)) print "better"
+          else print "**worse**" }')
+    echo "| $(pt_name "$test") | $where | $(fmt_size "$size") | $(show_val "$k") ($(fmt_num "${LO[$k]}")–$(fmt_num "${HI[$k]}")) |" \
+         "$(show_val "$o") ($(fmt_num "${LO[$o]}")–$(fmt_num "${HI[$o]}")) | $(ratio_of "$k" "$o" 1)x | $v |"
+  done < <(pt_rows)
   echo
 }
 
@@ -306,26 +321,19 @@ bench_report() {  # OUT.md
     echo
     echo "| test | where | size | softverbs | reference | ratio (softverbs / reference) | runs ok (range) |"
     echo "|---|---|---|---|---|---|---|"
-    for where in host veth; do
-      for test in send_lat send_lat_ev write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
-        for size in 8 64 4096 65536 1048576; do
-          sv=sv/$where/$test/$size
-          [[ -n ${NALL[$sv]:-} ]] || continue
-          ref_of "$sv"
-          local r="—" rv="—"
-          if [[ -n $REF && -n ${NALL[$REF]:-} ]]; then
-            rv="$REFLABEL: $(show_val "$REF" "$REFF")"
-            r=$(ratio_of "$sv" "$REF" "$REFF") && r="${r}x" || r="—"
-          fi
-          local name=ib_$test svv
-          [[ $test == *_rate ]] && name="ib_${test%_rate}_bw msg rate"
-          [[ $test == *_ev ]] && name="ib_${test%_ev} -e"
-          svv=$(show_val "$sv")
-          has_val "sv/$where/${test}_avg/$size" && svv+=" (mean $(show_val "sv/$where/${test}_avg/$size"))"
-          echo "| $name | $where | $(fmt_size "$size") | $svv | $rv | $r | $(runs_of "$sv") |"
-        done
-      done
-    done
+    while read -r where test size; do
+      sv=sv/$where/$test/$size
+      [[ -n ${NALL[$sv]:-} ]] || continue
+      ref_of "$sv"
+      local r="—" rv="—" svv
+      if [[ -n $REF && -n ${NALL[$REF]:-} ]]; then
+        rv="$REFLABEL: $(show_val "$REF" "$REFF")"
+        r=$(ratio_of "$sv" "$REF" "$REFF") && r="${r}x" || r="—"
+      fi
+      svv=$(show_val "$sv")
+      has_val "sv/$where/${test}_avg/$size" && svv+=" (mean $(show_val "sv/$where/${test}_avg/$size"))"
+      echo "| $(pt_name "$test") | $where | $(fmt_size "$size") | $svv | $rv | $r | $(runs_of "$sv") |"
+    done < <(pt_rows)
     echo
 
     [[ -n ${BENCH_AGAINST:-} ]] && ab_table
