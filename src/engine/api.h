@@ -17,7 +17,7 @@ struct sv_mcast_member;
 struct sv_mrmap;
 
 /* device.c: the node behind a context, and what verbs asks of it */
-struct sv_node *sv_engine_open(void);            /* NULL, errno set */
+struct sv_node *sv_engine_open(void);            /* NULL when the node cannot start */
 void sv_engine_close(struct sv_node *node);
 const struct sv_addr_plan *sv_engine_addr_plan(void);
 /* A QPN is reserved first and the QP published once it is fully built:
