@@ -557,10 +557,11 @@ void sv_engine_qp_teardown(struct sv_qp *qp)
 			sv_cq_push(qp->rcq, &c->qc->done[k], c->qc->done_solicited[k]);
 		c->qc->ndone = 0;
 	}
+	/* the peer reads what we wrote last: a fatal NAK says why we go */
 	if (qp->out)
-		sv_conn_close(qp->out);
+		sv_conn_close_linger(qp->out);
 	if (qp->in)
-		sv_conn_close(qp->in);
+		sv_conn_close_linger(qp->in);
 	qp->out = qp->in = NULL;
 	qp->req_turned = qp->req_unsettled = false;
 }

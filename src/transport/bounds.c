@@ -188,9 +188,14 @@ int sv_node_bounds_tick(struct sv_node *node, int timeout)
 {
 	uint64_t now;
 
-	if (!node->pending_due && !node->accept_due)
+	uint64_t linger_due = __atomic_load_n(&node->linger_due, __ATOMIC_RELAXED);
+
+	if (!node->pending_due && !node->accept_due && !linger_due)
 		return timeout;      /* every wake-up passes here: no clock read for nothing */
 	now = sv_now_ns();
+	if (linger_due && now >= linger_due)
+		linger_due = sv_node_linger_reap(node, now, false);
+	timeout = sooner(timeout, ms_until(linger_due, now));
 	timeout = sooner(timeout, reap_pending(node, now));
 	return sooner(timeout, resume_listeners(node, now));
 }

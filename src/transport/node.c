@@ -616,6 +616,7 @@ static struct sv_node *node_create(const struct sv_upcalls *up)
 	pthread_cond_init(&node->cond, NULL);
 	sv_list_init(&node->timers);
 	sv_list_init(&node->pending);
+	sv_list_init(&node->lingering);
 	sv_list_init(&node->cmds);
 	sv_list_init(&node->graveyard);
 	sv_list_init(&node->shm_conns);
@@ -650,6 +651,7 @@ static void node_destroy(struct sv_node *node)
 	}
 	sv_list_for_each_safe(pos, tmp, &node->pending)
 		sv_conn_close(sv_container_of(pos, struct sv_conn, pending_link));
+	sv_node_linger_reap(node, 0, true);
 	sv_conn_reap(node);
 	for (uint32_t i = 0; i < node->ngroups; i++)
 		close_group(node, node->groups[i]);

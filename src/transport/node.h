@@ -91,6 +91,8 @@ struct sv_node {
 	int pending_max;             /* per port group (SOFTVERBS_PENDING_MAX) */
 	uint64_t pending_due;        /* progress thread: look for expired ones then (ns) */
 	uint64_t accept_due;         /* progress thread: resume a listener then (ns) */
+	struct sv_list lingering;    /* sockets of closed channels, draining (linger.c; node lock) */
+	uint64_t linger_due;         /* the first of them ends then (ns; node lock) */
 	uint64_t fd_budget;          /* descriptors asked for so far (node lock) */
 	struct sv_list cmds;
 	struct sv_list graveyard;    /* closed conns (node lock) */
@@ -148,6 +150,9 @@ void sv_node_accept_failed(struct sv_pgroup *g, int err);
 /* Expire pending connections and resume listeners that are due; returns
  * `timeout` (ms, -1: none) shortened to the next such event. */
 int sv_node_bounds_tick(struct sv_node *node, int timeout);
+/* linger.c: end the lingering sockets whose time ran out (all: every one);
+ * returns when the next one's does (0: none left). */
+uint64_t sv_node_linger_reap(struct sv_node *node, uint64_t now, bool all);
 /* Raise the descriptor limit as far as the node's QPs need (node lock held). */
 void sv_node_fd_budget(struct sv_node *node);
 

@@ -154,6 +154,9 @@ void sv_conn_free_unstarted(struct sv_conn *c);
 /* Close now, free later: an event for it may still sit in the progress
  * thread's current batch, so the memory lives until the batch ends. */
 void sv_conn_close(struct sv_conn *c);
+/* The same, but a socket channel's last bytes reach the peer first: its
+ * socket drains until the peer's EOF, for a bounded time (linger.c). */
+void sv_conn_close_linger(struct sv_conn *c);
 /* Close the descriptors the last read brought (handshake: once used). */
 void sv_conn_drop_rx_fds(struct sv_conn *c);
 void sv_conn_reap(struct sv_node *node);     /* progress thread: free closed conns */
