@@ -72,6 +72,10 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq);
 void sv_engine_posting(struct sv_cq *cq);
 /* An application thread is about to sleep (ibv_req_notify_cq): writers ring doorbells. */
 void sv_engine_stop_polling(struct sv_cq *cq);
+/* A thread goes to sleep for armed `cq`'s event (ibv_get_cq_event): its
+ * same-host peers wake it directly from now on; what came before is taken
+ * now (it may fire the event). */
+void sv_engine_cq_sleep(struct sv_node *node, struct sv_cq *cq);
 
 /* Every poll of `cq` by an application thread (cheap): `work` is 1 for
  * the poll itself, then the number of completions it returned. */

@@ -43,6 +43,15 @@ static struct {
 	bool acks_held;              /* some channel may hold an ACK (xmit.c) */
 } drv = { .lock = PTHREAD_MUTEX_INITIALIZER, .cqs = SV_LIST_INIT(drv.cqs) };
 
+/* What wakes a thread asleep for the CQ (sv_chan_arm). */
+static enum sv_wake cq_wake(const struct sv_cq *cq)
+{
+	if (__atomic_load_n(&cq->armed, __ATOMIC_RELAXED))
+		return SV_WAKE_COMPLETES;
+	return __atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED) ? SV_WAKE_SOLICITED :
+									  SV_WAKE_NONE;
+}
+
 /* The CQ's TCP channels, which its spinning pollers take (drive_lock held).
  * One missing (no memory) is simply never taken. */
 static void socks_add(struct sv_cq *cq, struct sv_conn *c)
@@ -110,7 +119,7 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 	cq->rings[cq->nrings] = c;
 	__atomic_store_n(&cq->nrings, cq->nrings + 1, __ATOMIC_RELEASE);
 	if (cq->rings_armed)
-		sv_chan_arm(c, true);
+		sv_chan_arm(c, cq_wake(cq));
 	pthread_mutex_unlock(&cq->drive_lock);
 }
 
@@ -297,15 +306,20 @@ void sv_engine_cq_del(struct sv_node *node, struct sv_cq *cq)
 	pthread_mutex_unlock(&drv.lock);
 }
 
-static void drive_one(struct sv_conn *c)
+/* False if its QP's lock was taken: the holder (or the progress thread,
+ * which defers to it) serves the channel. */
+static bool drive_one(struct sv_conn *c)
 {
 	struct sv_qp *qp = c->qc->qp;
 
-	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) || !qp || pthread_mutex_trylock(&qp->lock))
-		return;
+	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) || !qp)
+		return true;
+	if (pthread_mutex_trylock(&qp->lock))
+		return false;
 	if (!c->closed && c->connected)
 		sv_rx_serve(c);
 	sv_qp_unlock(qp);
+	return true;
 }
 
 
@@ -439,11 +453,12 @@ static bool ring_ready(struct sv_conn *c)
  * node->drivers keeps the channels and their rings mapped meanwhile). */
 #define SV_DRIVE_CHUNK 128
 
-static void drive_rings(struct sv_cq *cq)
+/* Returns how many ready rings it left to others (drive_one). */
+static int drive_rings(struct sv_cq *cq)
 {
 	struct sv_conn *chunk[SV_DRIVE_CHUNK], *ready[64];
 	uint32_t at = 0, total = 1, seen = 0, idx[SV_DRIVE_CHUNK];
-	int k = 0;
+	int k = 0, left = 0;
 
 	while (seen < total && k < 64) {
 		uint32_t m = 0;
@@ -470,7 +485,8 @@ static void drive_rings(struct sv_cq *cq)
 			}
 	}
 	for (int i = 0; i < k; i++)
-		drive_one(ready[i]);
+		left += !drive_one(ready[i]);
+	return left;
 }
 
 void sv_engine_release_acks(struct sv_node *node, struct sv_cq *cq)
@@ -523,17 +539,31 @@ void sv_engine_release_all_acks(struct sv_node *node)
 	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
 }
 
-/* A thread is about to sleep for the CQ (on), or it is no longer armed and
- * polled again: its rings' writers ring regardless of our stamp, or stop. */
+/* A thread is about to sleep for the CQ (on; again each time it sleeps), or
+ * it is no longer armed and polled again: its rings' writers ring (or wake
+ * it) regardless of our stamp, or stop. */
 static void rings_arm(struct sv_cq *cq, bool on)
 {
 	pthread_mutex_lock(&cq->drive_lock);
-	if (cq->rings_armed != on) {
+	if (cq->rings_armed != on || on) {
+		enum sv_wake how = on ? cq_wake(cq) : SV_WAKE_NONE;
+
 		__atomic_store_n(&cq->rings_armed, on, __ATOMIC_RELAXED);
 		for (uint32_t i = 0; i < cq->nrings; i++)
-			sv_chan_arm(cq->rings[i], on);
+			sv_chan_arm(cq->rings[i], how);
 	}
 	pthread_mutex_unlock(&cq->drive_lock);
+}
+
+void sv_engine_cq_sleep(struct sv_node *node, struct sv_cq *cq)
+{
+	if (!__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE) || cq_wake(cq) == SV_WAKE_NONE)
+		return;
+	rings_arm(cq, true);
+	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	if (drive_rings(cq))
+		sv_node_kick(node);      /* what we could not take, the progress thread does */
+	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
 }
 
 /*

@@ -177,6 +177,14 @@ void sv_req_turned_lost(struct sv_qp *qp);
 void sv_req_link_failed(struct sv_qp *qp);
 
 /* PSN arithmetic modulo 2^24 */
+/* The descriptor a thread asleep for `cq`'s event waits on (-1: none): a
+ * same-host peer of our user gets it in the handshake and wakes that
+ * thread itself (transport/shm/ringchan.c). */
+static inline int sv_cq_wake_fd(const struct sv_cq *cq)
+{
+	return cq->ibcq.channel ? cq->ibcq.channel->fd : -1;
+}
+
 static inline bool sv_psn_le(uint32_t a, uint32_t b)
 {
 	return ((b - a) & 0xffffff) < 0x800000;

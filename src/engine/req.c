@@ -491,8 +491,12 @@ void sv_req_on_connected(struct sv_qp *qp)
 {
 	struct sv_conn *c = qp->out;
 	struct sv_txframe *f = &c->qc->ctrl;
-	/* rings (and our segment) for a same-host peer of our own user only */
-	uint64_t seg_va = sv_chan_offer(c);
+	uint64_t seg_va;
+
+	/* rings (and our segment) for a same-host peer of our own user only;
+	 * responses come back to the send CQ */
+	c->wake_fd = sv_cq_wake_fd(qp->scq);
+	seg_va = sv_chan_offer(c);
 
 	sv_link_set(qp, SV_LINK_HELLO);
 	qp->link_deadline = 0;

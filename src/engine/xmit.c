@@ -94,6 +94,23 @@ static int frame_mr_hold(struct sv_conn *c, struct sv_txframe *f)
 	return 0;
 }
 
+/* What the frame means to a peer thread asleep on its completion channel:
+ * a receive (or WRITE with immediate) it takes, or a response to one of its
+ * requests, completes there.  A NAK may be an RNR NAK, which does not: the
+ * sleeper wakes for nothing and sleeps again. */
+static enum sv_wake frame_wake(const struct sv_wire_hdr *h)
+{
+	const struct sv_opinfo *oi = sv_op_info(h->opcode);
+
+	if (!oi || h->opcode == SV_OP_ACK || (oi->flags & SV_OPF_CTRL))
+		return SV_WAKE_NONE;
+	if (oi->flags & SV_OPF_RESP)
+		return SV_WAKE_COMPLETES;
+	if (!(oi->flags & (SV_OPF_RECV | SV_OPF_IMM)))
+		return SV_WAKE_NONE;
+	return (h->flags & SV_WF_SOLICITED) ? SV_WAKE_SOLICITED : SV_WAKE_COMPLETES;
+}
+
 /* Write as much of `f` as the channel takes.  Returns true when complete. */
 static bool frame_write(struct sv_conn *c, struct sv_txframe *f)
 {
@@ -101,6 +118,7 @@ static bool frame_write(struct sv_conn *c, struct sv_txframe *f)
 	size_t hlen;
 
 	frame_shorten(c, f);
+	c->wake_hint = frame_wake(&f->hdr);
 	hlen = sv_wire_hdr_len(&f->hdr);
 	while (f->done < f->total) {
 		size_t skip = f->done;

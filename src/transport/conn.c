@@ -67,6 +67,7 @@ struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool co
 	sv_list_init(&c->shm_link);
 	sv_conn_tune_socket(fd);
 	c->want_out = !connected;
+	c->wake_fd = c->peer_wake_fd = -1;
 	return c;
 }
 
@@ -186,6 +187,9 @@ void sv_conn_close(struct sv_conn *c)
 	for (int i = 0; i < c->n_tx_fds; i++)
 		close(c->tx_fds[i]);
 	c->n_tx_fds = 0;
+	if (c->peer_wake_fd >= 0)
+		close(c->peer_wake_fd);
+	c->peer_wake_fd = -1;
 	pthread_mutex_lock(&node->lock);
 	sv_list_del(&c->shm_link);
 	sv_list_del(&c->pending_link);

@@ -62,6 +62,15 @@ enum sv_chan_input {
  * there is no room; readv the bytes read, -EAGAIN when there is nothing,
  * else the channel is dead (c->dead). */
 struct sv_direct;
+#define SV_CONN_MAX_FDS 3   /* the most a handshake frame carries */
+
+/* What a frame means to a peer thread asleep on its completion channel. */
+enum sv_wake {
+	SV_WAKE_NONE,        /* nothing completes there (an ACK, a WRITE, a READ request) */
+	SV_WAKE_COMPLETES,   /* a completion: a SEND or WRITE with immediate */
+	SV_WAKE_SOLICITED,   /* a completion with the solicited event bit */
+};
+
 struct sv_chan_ops {
 	const char *name;            /* for logs */
 	uint32_t caps;               /* enum sv_chan_cap */
@@ -74,7 +83,7 @@ struct sv_chan_ops {
 	 * sv_chan_* calls below answer for it (nothing, or -EOPNOTSUPP). */
 	/* SV_CAP_MAPPED: input waiting in memory; a sleeper's writer must ring */
 	bool (*has_input)(const struct sv_conn *c);
-	void (*arm)(struct sv_conn *c, bool on);
+	void (*arm)(struct sv_conn *c, enum sv_wake how);
 	/* SV_CAP_ACK_WORD: the responder publishes, the requester takes a new value */
 	void (*ack_publish)(struct sv_conn *c, uint32_t psn);
 	bool (*ack_take)(struct sv_conn *c, uint32_t *psn);
@@ -122,8 +131,15 @@ struct sv_conn {
 	struct sv_peer_maps peer_maps;   /* the peer's registered memory we mapped */
 	uint32_t peer_pd, peer_access;   /* the peer QP's PD and access flags */
 	bool pull_ok;                /* outbound: the responder may pull large SENDs */
-	int rx_fds[2], n_rx_fds;     /* descriptors received with the last bytes */
-	int tx_fds[2], n_tx_fds;     /* descriptors to send with the next write */
+	int rx_fds[SV_CONN_MAX_FDS], n_rx_fds;  /* descriptors received with the last bytes */
+	int tx_fds[SV_CONN_MAX_FDS], n_tx_fds;  /* descriptors to send with the next write */
+	/* Direct wake-ups (shm/ringchan.c): the descriptor our thread sleeping
+	 * for this channel's CQ waits on, offered in the handshake (not ours
+	 * to close); the peer's, taken from its handshake (ours, -1: none);
+	 * and what the engine says the frame being written means to the
+	 * peer's sleeper (enum sv_wake). */
+	int wake_fd, peer_wake_fd;
+	uint8_t wake_hint;
 
 	/* Spinning pollers (engine/drive.c).  Read by other threads without
 	 * the QP lock: kept apart from the flags above, which the compiler
@@ -269,12 +285,14 @@ static inline bool sv_chan_has_input(const struct sv_conn *c)
 	return c->ops->has_input && c->ops->has_input(c);
 }
 
-/* A thread sleeps for the CQ this channel completes to (on): its writer
- * rings the doorbell even while another thread of ours polls. */
-static inline void sv_chan_arm(struct sv_conn *c, bool on)
+/* A thread sleeps for the CQ this channel completes to, woken by the
+ * frames `how` says (SV_WAKE_NONE: nobody sleeps): its writer rings the
+ * doorbell even while another thread of ours polls, and wakes the sleeper
+ * itself where it can.  Called again each time the thread goes to sleep. */
+static inline void sv_chan_arm(struct sv_conn *c, enum sv_wake how)
 {
 	if (c->ops->arm)
-		c->ops->arm(c, on);
+		c->ops->arm(c, how);
 }
 
 static inline void sv_chan_ack_publish(struct sv_conn *c, uint32_t psn)

@@ -28,9 +28,11 @@ void sv_evfd_clear(struct sv_evfd *e)
 	uint64_t v;
 	struct pollfd p = { .fd = e->fd, .events = POLLIN };
 
-	/* counter is 1 here; poll first anyway so a read can never block */
-	if (e->set && poll(&p, 1, 0) == 1 && read(e->fd, &v, sizeof(v)) == sizeof(v))
-		e->set = false;
+	/* a wake-up may have been written meanwhile: poll first so that a read
+	 * can never block */
+	if (poll(&p, 1, 0) == 1 && read(e->fd, &v, sizeof(v)) != sizeof(v))
+		return;
+	e->set = false;
 }
 
 bool sv_evfd_wait(struct sv_evfd *e)
@@ -53,4 +55,24 @@ bool sv_evfd_wait(struct sv_evfd *e)
 	if (read(e->fd, &v, sizeof(v)) != sizeof(v))
 		return false;
 	return write(e->fd, &v, sizeof(v)) == sizeof(v);
+}
+
+bool sv_evfd_take(struct sv_evfd *e)
+{
+	struct pollfd p = { .fd = e->fd, .events = POLLIN };
+	int flags = fcntl(e->fd, F_GETFL);
+	uint64_t v;
+
+	if (flags >= 0 && (flags & O_NONBLOCK) && poll(&p, 1, 0) != 1) {
+		errno = EAGAIN;
+		return false;
+	}
+	return read(e->fd, &v, sizeof(v)) == sizeof(v);
+}
+
+void sv_evfd_resync(struct sv_evfd *e, bool queued)
+{
+	e->set = false;
+	if (queued)
+		sv_evfd_set(e);
 }

@@ -24,6 +24,7 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 	ch->ibch.context = context;
 	pthread_mutex_init(&ch->lock, NULL);
 	sv_list_init(&ch->fired);
+	sv_list_init(&ch->cqs);
 	return &ch->ibch;
 }
 
@@ -37,6 +38,26 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
 	return 0;
+}
+
+void sv_channel_add(struct sv_cq *cq)
+{
+	struct sv_comp_channel *ch = to_sch(cq->ibcq.channel);
+
+	pthread_mutex_lock(&ch->lock);
+	sv_list_add_tail(&ch->cqs, &cq->chan_link);
+	ch->refcnt++;
+	pthread_mutex_unlock(&ch->lock);
+}
+
+void sv_channel_del(struct sv_cq *cq)
+{
+	struct sv_comp_channel *ch = to_sch(cq->ibcq.channel);
+
+	pthread_mutex_lock(&ch->lock);
+	sv_list_del(&cq->chan_link);
+	__atomic_sub_fetch(&ch->refcnt, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ch->lock);
 }
 
 /* Queue an event for `cq` (called when an armed CQ gets a completion). */
@@ -68,6 +89,48 @@ void sv_channel_forget(struct sv_cq *cq)
 	pthread_mutex_unlock(&ch->lock);
 }
 
+/* The next CQ with an event, if any. */
+static struct sv_cq *next_event(struct sv_comp_channel *ch)
+{
+	struct sv_cq *scq = NULL;
+
+	pthread_mutex_lock(&ch->lock);
+	if (!sv_list_empty(&ch->fired)) {
+		scq = sv_container_of(ch->fired.next, struct sv_cq, fired_link);
+		sv_list_del(&scq->fired_link);
+		scq->event_pending = false;
+		if (sv_list_empty(&ch->fired))
+			sv_evfd_clear(&ch->ev);
+		__atomic_add_fetch(&scq->events_reported, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&ch->lock);
+	return scq;
+}
+
+/* About to sleep: the armed CQs' same-host peers wake us from now on, and
+ * what they sent before is taken here (a direct wake-up queues nothing:
+ * the woken thread makes the completion itself). */
+static void sleep_on(struct sv_comp_channel *ch)
+{
+	struct sv_node *node = to_sctx(ch->ibch.context)->node;
+	struct sv_cq *armed[16];
+	struct sv_list *pos, *tmp;
+	int n = 0;
+
+	pthread_mutex_lock(&ch->lock);
+	sv_list_for_each_safe(pos, tmp, &ch->cqs) {
+		struct sv_cq *cq = sv_container_of(pos, struct sv_cq, chan_link);
+
+		if (n < 16 && (__atomic_load_n(&cq->armed, __ATOMIC_RELAXED) ||
+			       __atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED)))
+			armed[n++] = cq;
+	}
+	pthread_mutex_unlock(&ch->lock);
+	/* (a CQ is not destroyed while a thread waits on its channel) */
+	for (int i = 0; i < n; i++)
+		sv_engine_cq_sleep(node, armed[i]);
+}
+
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
 	struct sv_comp_channel *ch = to_sch(channel);
@@ -75,20 +138,17 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 
 	sv_engine_release_all_acks(to_sctx(channel->context)->node);
 	for (;;) {
-		pthread_mutex_lock(&ch->lock);
-		if (!sv_list_empty(&ch->fired))
+		if ((scq = next_event(ch)))
 			break;
-		pthread_mutex_unlock(&ch->lock);
-		if (!sv_evfd_wait(&ch->ev))
+		sleep_on(ch);
+		if ((scq = next_event(ch)))
+			break;
+		if (!sv_evfd_take(&ch->ev))
 			return -1;          /* EAGAIN (non-blocking fd) or EINTR */
+		pthread_mutex_lock(&ch->lock);
+		sv_evfd_resync(&ch->ev, !sv_list_empty(&ch->fired));
+		pthread_mutex_unlock(&ch->lock);
 	}
-	scq = sv_container_of(ch->fired.next, struct sv_cq, fired_link);
-	sv_list_del(&scq->fired_link);
-	scq->event_pending = false;
-	if (sv_list_empty(&ch->fired))
-		sv_evfd_clear(&ch->ev);
-	__atomic_add_fetch(&scq->events_reported, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&ch->lock);
 	*cq = (struct ibv_cq *)&scq->ibcq;
 	*cq_context = scq->ibcq.cq_context;
 	return 0;

@@ -319,7 +319,7 @@ static struct sv_cq *cq_create(struct ibv_context *context, struct ibv_cq_init_a
 	sv_list_init(&cq->fired_link);
 	sv_cq_init_ex_ops(cq);
 	if (a->channel)
-		__atomic_add_fetch(&to_sch(a->channel)->refcnt, 1, __ATOMIC_RELEASE);
+		sv_channel_add(cq);
 	return cq;
 }
 
@@ -388,7 +388,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 		/* ibv_destroy_cq(3): waits until every event it got is acked. */
 		sv_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->comp_events_completed,
 			      &cq->events_reported);
-		__atomic_sub_fetch(&to_sch(ibcq->channel)->refcnt, 1, __ATOMIC_RELEASE);
+		sv_channel_del(cq);
 	}
 	sv_async_purge(ibcq->context, ibcq);
 	sv_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed,

@@ -86,8 +86,10 @@ struct sv_comp_channel {
 	struct ibv_comp_channel ibch;
 	pthread_mutex_t lock;
 	struct sv_list fired;        /* CQs with an undelivered event */
-	struct sv_evfd ev;           /* == ibch.fd, readable while fired is not empty */
+	struct sv_evfd ev;           /* == ibch.fd: readable while fired is not empty,
+				      * or when a same-host peer woke us directly */
 	int refcnt;                  /* CQs using it */
+	struct sv_list cqs;          /* those CQs (cq->chan_link), under lock */
 };
 
 /* CQ: a ring of work completions.  Producers: QP engines; consumer: poll. */
@@ -102,6 +104,7 @@ struct sv_cq {
 	bool overrun;
 	bool event_pending;          /* on channel->fired */
 	struct sv_list fired_link;
+	struct sv_list chan_link;    /* on channel->cqs */
 	uint32_t wc_flags;           /* cq_ex: requested fields */
 	struct ibv_wc cur;           /* cq_ex: entry being read */
 	uint64_t cur_ts;
@@ -404,6 +407,8 @@ static inline bool sv_mr_still(struct ibv_pd *pd, uint32_t key, uint64_t addr, u
 
 /* comp_channel.c */
 void sv_channel_fire(struct sv_cq *cq);
+void sv_channel_add(struct sv_cq *cq);     /* a CQ of the channel is created */
+void sv_channel_del(struct sv_cq *cq);     /* ... or destroyed */
 void sv_channel_forget(struct sv_cq *cq);
 
 /* cq.c */

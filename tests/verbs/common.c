@@ -99,7 +99,9 @@ void t_ep_create(struct t_ep *e, struct ibv_context *ctx, const struct t_opts *o
 	e->type = o->type;
 	e->own_pd = !o->pd;
 	e->pd = o->pd ? o->pd : CHECK_PTR(ibv_alloc_pd(ctx));
-	e->cq = CHECK_PTR(ibv_create_cq(ctx, o->cqe, o->cq_context, o->channel, 0));
+	if (o->own_channel && !o->channel)
+		e->ch = CHECK_PTR(ibv_create_comp_channel(ctx));
+	e->cq = CHECK_PTR(ibv_create_cq(ctx, o->cqe, o->cq_context, e->ch ? e->ch : o->channel, 0));
 	e->len = o->buf_len;
 	e->buf = CHECK_PTR(aligned_alloc(4096, (e->len + 4095) & ~(size_t)4095));
 	memset(e->buf, 0, e->len);
@@ -128,6 +130,8 @@ void t_ep_destroy(struct t_ep *e)
 		CHECK_OK(ibv_dereg_mr(e->mr));
 	if (e->cq)
 		CHECK_OK(ibv_destroy_cq(e->cq));
+	if (e->ch)
+		CHECK_OK(ibv_destroy_comp_channel(e->ch));
 	if (e->pd && e->own_pd)
 		CHECK_OK(ibv_dealloc_pd(e->pd));
 	free(e->buf);

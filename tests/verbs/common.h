@@ -144,6 +144,7 @@ struct t_opts {
 	uint32_t qkey;             /* UD */
 	struct ibv_pd *pd;         /* use this PD (not freed) instead of a new one */
 	struct ibv_comp_channel *channel;   /* for the CQ */
+	bool own_channel;          /* no `channel`: the endpoint makes its own (e->ch) */
 	void *cq_context;
 };
 
@@ -159,6 +160,7 @@ struct t_ep {
 	uint32_t psn;
 	enum ibv_qp_type type;
 	bool own_pd;
+	struct ibv_comp_channel *ch;   /* its own, with t_opts.own_channel */
 };
 
 /* What a peer needs to address an endpoint. */

@@ -20,6 +20,23 @@ bool sv_conn_same_user(struct sv_conn *c)
 	return c->peer_uid == getuid();
 }
 
+/* Our sleeper's descriptor goes last in the handshake frame's (if any). */
+static void offer_wake(struct sv_conn *c)
+{
+	if (c->wake_fd >= 0 && c->n_tx_fds < SV_CONN_MAX_FDS &&
+	    (c->tx_fds[c->n_tx_fds] = dup(c->wake_fd)) >= 0)
+		c->n_tx_fds++;
+}
+
+/* The peer's sleeper's descriptor, fds[at] if it sent one: ours to keep. */
+static void take_wake(struct sv_conn *c, int at)
+{
+	if (c->n_rx_fds > at) {
+		c->peer_wake_fd = c->rx_fds[at];
+		c->n_rx_fds = at;
+	}
+}
+
 uint64_t sv_conn_rings_offer(struct sv_conn *c)
 {
 	int fd;
@@ -32,14 +49,18 @@ uint64_t sv_conn_rings_offer(struct sv_conn *c)
 	c->tx_fds[0] = fd;
 	c->tx_fds[1] = dup(sv_seg_fd());
 	c->n_tx_fds = c->tx_fds[1] >= 0 ? 2 : 1;
-	return c->n_tx_fds == 2 ? (uintptr_t)sv_seg_self() : 0;
+	if (c->n_tx_fds < 2)
+		return 0;
+	offer_wake(c);
+	return (uintptr_t)sv_seg_self();
 }
 
 /* Were rings offered, by a peer of our own user, and do they map? */
 static bool rings_acceptable(struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	if (!(h->flags & SV_WF_SHM) || c->n_rx_fds != 2 || sv_force_tcp() || !sv_conn_same_user(c))
+	if (!(h->flags & SV_WF_SHM) || c->n_rx_fds < 2 || sv_force_tcp() || !sv_conn_same_user(c))
 		return false;
+	take_wake(c, 2);
 	if (sv_shm_chan_attach(&c->shm, c->rx_fds[0]))
 		return false;
 	c->peer_seg = sv_seg_map(c->rx_fds[1]);
@@ -63,12 +84,15 @@ uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello)
 	c->peer_maps.pid = c->peer_pid;
 	c->tx_fds[0] = dup(sv_seg_fd());
 	c->n_tx_fds = c->tx_fds[0] >= 0;
+	if (c->n_tx_fds)
+		offer_wake(c);
 	return (uintptr_t)sv_seg_self();
 }
 
 bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bool pull_wanted)
 {
-	if ((ack->flags & SV_WF_SHM) && c->shm.base && c->n_rx_fds == 1 && sv_conn_same_user(c)) {
+	if ((ack->flags & SV_WF_SHM) && c->shm.base && c->n_rx_fds >= 1 && sv_conn_same_user(c)) {
+		take_wake(c, 1);
 		c->peer_seg = sv_seg_map(c->rx_fds[0]);
 		if (c->peer_seg) {
 			c->peer_pd = ack->rkey;

@@ -32,7 +32,10 @@ struct sv_ring {
 	uint32_t consumer_wants_wake;/* consumer sleeps: producer rings the doorbell */
 	uint32_t producer_wants_wake;/* producer waits for room */
 	uint32_t consumer_armed;     /* a thread of the consumer sleeps for its CQ */
-	uint8_t pad0[40];
+	uint32_t consumer_sleeps;    /* enum sv_ring_sleep: that thread sleeps on the
+				      * wake descriptor it gave us; the producer who
+				      * takes it (0) wakes it there */
+	uint8_t pad0[36];
 	uint64_t head;               /* consumer: start of the next record to finish */
 	uint8_t pad1[56];
 	uint64_t tail;               /* producer: where its next record goes (its own) */
@@ -44,6 +47,14 @@ struct sv_ring {
 				      * into or out of by cross-memory attach, 0 none */
 	uint8_t pad4[60];
 	uint8_t data[];
+};
+
+/* What wakes a consumer's thread asleep on its completion channel
+ * (consumer_sleeps): any frame that completes, or a solicited one only. */
+enum sv_ring_sleep {
+	SV_RING_AWAKE = 0,
+	SV_RING_SLEEPS_ANY = 1,
+	SV_RING_SLEEPS_SOLICITED = 2,
 };
 
 /* The consumer's own state: how much of the record at `head` it has read. */

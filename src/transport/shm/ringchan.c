@@ -71,6 +71,30 @@ static bool peer_polling(struct sv_conn *c)
 	return sv_now_ns() - last < SV_POLLER_ACTIVE_NS;
 }
 
+/* The peer's thread asleep for the CQ this frame completes to, woken by it
+ * (c->wake_hint): wake it on the descriptor it gave us, once per sleep (it
+ * takes the ring itself, so neither its progress thread nor a doorbell is
+ * needed).  True when woken. */
+static bool wake_sleeper(struct sv_conn *c)
+{
+	struct sv_ring *tx = c->shm.tx;
+	const uint64_t one = 1;
+	uint32_t s;
+
+	if (c->peer_wake_fd < 0 || c->wake_hint == SV_WAKE_NONE)
+		return false;
+	/* Dekker with ring_arm: our record's store before this read, its
+	 * store before its look at the ring.  A read-modify-write: a plain
+	 * load may pass the (release) store of the record. */
+	s = __atomic_fetch_or(&tx->consumer_sleeps, 0, __ATOMIC_SEQ_CST);
+	if (s == SV_RING_AWAKE || (s == SV_RING_SLEEPS_SOLICITED && c->wake_hint != SV_WAKE_SOLICITED))
+		return false;
+	if (__atomic_exchange_n(&tx->consumer_sleeps, SV_RING_AWAKE, __ATOMIC_SEQ_CST) != SV_RING_AWAKE &&
+	    write(c->peer_wake_fd, &one, sizeof(one)) != sizeof(one))
+		return false;
+	return true;
+}
+
 static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 {
 	struct sv_ring *tx = c->shm.tx;
@@ -99,7 +123,7 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 			r += sv_ring_write(tx, c->shm.size, rest, k, &c->shm.tx_head_seen);
 		}
 	}
-	if (r)
+	if (r && !wake_sleeper(c))
 		ring_doorbell(c, &tx->consumer_wants_wake, &tx->consumer_armed);
 	return r;
 }
@@ -125,13 +149,24 @@ static void ring_close(struct sv_conn *c)
 static void ring_ack_publish(struct sv_conn *c, uint32_t psn)
 {
 	sv_ring_ack_publish(c->shm.tx, psn);
-	ring_doorbell(c, &c->shm.tx->consumer_wants_wake, &c->shm.tx->consumer_armed);
+	/* it completes the requester's signaled sends */
+	c->wake_hint = SV_WAKE_COMPLETES;
+	if (!wake_sleeper(c))
+		ring_doorbell(c, &c->shm.tx->consumer_wants_wake, &c->shm.tx->consumer_armed);
 }
 
-static void ring_arm(struct sv_conn *c, bool on)
+static void ring_arm(struct sv_conn *c, enum sv_wake how)
 {
+	uint32_t on = how != SV_WAKE_NONE;
+	uint32_t sleeps = how == SV_WAKE_SOLICITED ? SV_RING_SLEEPS_SOLICITED :
+			  on ? SV_RING_SLEEPS_ANY : SV_RING_AWAKE;
+
 	if (__atomic_load_n(&c->shm.rx->consumer_armed, __ATOMIC_RELAXED) != on)
 		__atomic_store_n(&c->shm.rx->consumer_armed, on, __ATOMIC_SEQ_CST);
+	/* only a peer that has our descriptor looks (wake_sleeper) */
+	if (c->wake_fd >= 0 &&
+	    __atomic_load_n(&c->shm.rx->consumer_sleeps, __ATOMIC_RELAXED) != sleeps)
+		__atomic_store_n(&c->shm.rx->consumer_sleeps, sleeps, __ATOMIC_SEQ_CST);
 }
 
 /* Has the responder's ACK word moved since we last took it?  (*w: its value) */

@@ -60,7 +60,7 @@ int sv_unix_connect(uint16_t port)
 
 ssize_t sv_unix_send(int fd, const struct iovec *iov, int n, const int *fds, int nfds)
 {
-	union { char buf[CMSG_SPACE(2 * sizeof(int))]; struct cmsghdr align; } u;
+	union { char buf[CMSG_SPACE(4 * sizeof(int))]; struct cmsghdr align; } u;
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
 	ssize_t r;
 
@@ -80,7 +80,7 @@ ssize_t sv_unix_send(int fd, const struct iovec *iov, int n, const int *fds, int
 	return r < 0 ? -errno : r;
 }
 
-ssize_t sv_unix_recv(int fd, const struct iovec *iov, int n, int *fds, int *nfds)
+ssize_t sv_unix_recv(int fd, const struct iovec *iov, int n, int *fds, int *nfds, int max)
 {
 	union { char buf[CMSG_SPACE(4 * sizeof(int))]; struct cmsghdr align; } u;
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n,
@@ -98,7 +98,7 @@ ssize_t sv_unix_recv(int fd, const struct iovec *iov, int n, int *fds, int *nfds
 		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		p = (int *)CMSG_DATA(cm);
 		for (int i = 0; i < k; i++) {
-			if (*nfds < 2)
+			if (*nfds < max)
 				fds[(*nfds)++] = p[i];
 			else
 				close(p[i]);     /* more than any frame carries */

@@ -19,9 +19,10 @@ socklen_t sv_unix_name(struct sockaddr_un *sa, const char *prefix, uint32_t port
 
 int sv_unix_listen(uint16_t port);
 int sv_unix_connect(uint16_t port);
-/* sendmsg/recvmsg with up to 2 descriptors; recv stores received fds. */
+/* sendmsg/recvmsg with up to 4 descriptors; recv stores received fds in
+ * fds[*nfds..max) and closes any more. */
 ssize_t sv_unix_send(int fd, const struct iovec *iov, int n, const int *fds, int nfds);
-ssize_t sv_unix_recv(int fd, const struct iovec *iov, int n, int *fds, int *nfds);
+ssize_t sv_unix_recv(int fd, const struct iovec *iov, int n, int *fds, int *nfds, int max);
 int sv_unix_peer(int fd, pid_t *pid, uid_t *uid);
 
 #endif

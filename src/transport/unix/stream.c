@@ -24,7 +24,8 @@ static ssize_t unix_writev(struct sv_conn *c, const struct iovec *iov, int n)
 
 static ssize_t unix_readv(struct sv_conn *c, const struct iovec *iov, int n)
 {
-	return sv_conn_sock_read(c, sv_unix_recv(c->h.fd, iov, n, c->rx_fds, &c->n_rx_fds));
+	return sv_conn_sock_read(c, sv_unix_recv(c->h.fd, iov, n, c->rx_fds, &c->n_rx_fds,
+						 SV_CONN_MAX_FDS));
 }
 
 const struct sv_chan_ops sv_unix_ops = {
