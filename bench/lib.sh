@@ -24,6 +24,15 @@ SV_LIB=$BUILD/lib
 BENCH_BIN=$BUILD/bench
 SV_DEV=${SV_DEV:-softverbs0}
 
+# Server and client of every pair on cores of their own (BENCH_PIN=0: as
+# the scheduler likes): on two cores they would otherwise meet on one now
+# and then, and a run's median would measure that.  Their threads (the
+# progress thread too) share their process's core.
+PIN_SRV=() PIN_CLI=()
+if [[ ${BENCH_PIN:-1} == 1 ]] && (($(nproc) >= 2)) && command -v taskset >/dev/null; then
+  PIN_SRV=(taskset -c 0) PIN_CLI=(taskset -c 1)
+fi
+
 : "${BENCH_WORK:=$(mktemp -d "${TMPDIR:-/tmp}/softverbs-bench.XXXXXX")}"
 BENCH_SAMPLES=$BENCH_WORK/samples.tsv
 mkdir -p "$BENCH_WORK/logs"
@@ -166,10 +175,10 @@ bench_pair() {  # NAME SERVER_NS CLIENT_NS PORT TIMEOUT
   t0=$(date +%s.%N)
   bench_nswrap "$sns"
   { echo "# ${NSW[*]:0:4} ${SRV[*]}"; } >"$PAIR_SRV_OUT"
-  PL_SERVER=(timeout -k 2 $((tmo + 10)) "${NSW[@]}" "${SRV[@]}")
+  PL_SERVER=(timeout -k 2 $((tmo + 10)) "${NSW[@]}" "${PIN_SRV[@]}" "${SRV[@]}")
   bench_nswrap "$cns"
   { echo "# ${NSW[*]:0:4} ${CLI[*]}"; } >"$PAIR_OUT"
-  PL_CLIENT=(timeout -k 2 "$tmo" "${NSW[@]}" "${CLI[@]}")
+  PL_CLIENT=(timeout -k 2 "$tmo" "${NSW[@]}" "${PIN_CLI[@]}" "${CLI[@]}")
   PL_SERVER_LOG=$PAIR_SRV_OUT PL_CLIENT_LOG=$PAIR_OUT
   PL_LISTENING=(bench_listening "$sns" "$port") PL_LISTEN_WAIT=10
   PL_PEER_GRACE="" PL_SERVER_GRACE=3 PL_SERVER_LINGERS=1

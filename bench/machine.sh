@@ -57,6 +57,7 @@ fam_machine() {
   done
   ref_one shm/host/spin_lat/8 us lat_us 30 "$BENCH_BIN/shm_pingpong" spin 20000
   ref_one shm/host/futex_lat/8 us lat_us 30 "$BENCH_BIN/shm_pingpong" futex 20000
+  ref_one shm/host/eventfd_lat/8 us lat_us 30 "$BENCH_BIN/shm_pingpong" eventfd 20000
   for s in $BENCH_LAT_SIZES; do ref_tcp host lat "$s"; done
   for s in $BENCH_STREAM_SIZES; do ref_tcp host bw "$s"; done
 }

@@ -162,7 +162,7 @@ ref_of() {  # sv/WHERE/TEST/SIZE
   if [[ $where == host ]]; then
     case $test in
       send_lat|write_lat) REF=ucx-posix/host/tag_lat/$size REFLABEL="UCX posix tag_lat" ;;
-      send_lat_ev) REF=shm/host/futex_lat/$size REFLABEL="shared-memory ping-pong, futex wake" ;;
+      send_lat_ev|rc_pingpong_ev|qperf_rc_lat) REF=shm/host/eventfd_lat/$size REFLABEL="eventfd ping-pong, both asleep" ;;
       read_lat) REF=ucx-posix/host/tag_lat/$size REFLABEL="2 × UCX posix tag_lat (round trip)" REFF=2 ;;
       *_bw) REF=ucx-posix/host/tag_bw/$size REFLABEL="UCX posix tag_bw" ;;
       *_rate) REF=ucx-posix/host/tag_rate/$size REFLABEL="UCX posix tag_bw msg rate" ;;
@@ -186,6 +186,7 @@ ref_label() {  # KEY
     pvm/writev_bw) echo "process_vm_writev bandwidth" ;;
     shm/spin_lat) echo "shared-memory ping-pong, spinning (one-way)" ;;
     shm/futex_lat) echo "shared-memory ping-pong, futex wake (one-way)" ;;
+    shm/eventfd_lat) echo "shared-memory ping-pong, both asleep in read() of an eventfd (one-way)" ;;
     tcp/lat) echo "TCP ping-pong, busy-poll (one-way)" ;;
     tcp/lat2) echo "TCP ping-pong over two connections, one per direction (softverbs' design), busy-poll (one-way)" ;;
     tcp/bw) echo "TCP stream" ;;
@@ -214,7 +215,7 @@ bench_versions() {
 pt_rows() {
   local where test size
   for where in host veth; do
-    for test in send_lat send_lat_ev write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
+    for test in send_lat send_lat_ev rc_pingpong_ev qperf_rc_lat write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
       for size in 8 64 4096 65536 1048576; do echo "$where $test $size"; done
     done
   done
@@ -224,6 +225,8 @@ pt_rows() {
 pt_name() {  # TEST
   case $1 in
     *_rate) echo "ib_${1%_rate}_bw msg rate" ;;
+    rc_pingpong_ev) echo "ibv_rc_pingpong -e" ;;
+    qperf_rc_lat) echo "qperf rc_lat" ;;
     *_ev) echo "ib_${1%_ev} -e" ;;
     *) echo "ib_$1" ;;
   esac
@@ -307,8 +310,10 @@ bench_report() {  # OUT.md
     for t in send write; do
       target "same host ib_${t}_bw -s 8 message rate" "sv/host/${t}_rate/8" "" "" ge 5
     done
-    target "same host ib_send_lat -e 8 B vs a futex ping-pong" sv/host/send_lat_ev/8 shm/host/futex_lat/8 \
-           "shared memory, futex wake" le 1.5
+    for t in send_lat_ev rc_pingpong_ev qperf_rc_lat; do
+      target "same host $(pt_name "$t") 8 B vs an eventfd ping-pong" "sv/host/$t/8" shm/host/eventfd_lat/8 \
+             "eventfd ping-pong, both asleep" le 1.5
+    done
     target "idle: $BENCH_IDLE_QPS connected QPs, ${BENCH_IDLE_SECONDS} s" "idle/host/cpu_pct/$BENCH_IDLE_QPS" "" "" le 1
     echo
     echo "Targets: $TARGETS_PASS passed, $TARGETS_FAIL failed, $TARGETS_NA without a value." \

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Programs that sleep on a completion channel instead of polling, as most
+# servers do, on one host (server and client on 127.0.0.1), 8 B:
+#   rc_pingpong_ev   ibv_rc_pingpong -e (ibverbs-utils): usec/iter halved,
+#                    one-way, the mean of the run
+#   qperf_rc_lat     qperf rc_lat (qperf waits on events): its latency, one-way
+# ib_send_lat -e is perftest.sh's send_lat_ev.  Their reference is the
+# machine's eventfd ping-pong (machine.sh: shm/host/eventfd_lat), one
+# wake-up per message.
+# Sourced by run.sh (needs lib.sh).
+# Sourced: SRV and CLI are bench_pair's.
+# shellcheck disable=SC2034
+
+# qperf prints "latency = 31.5 us" (or ns, ms): microseconds.
+qperf_us() {  # FILE
+  awk '$1 == "latency" && $2 == "=" {
+         v = $3; u = $4
+         if (u == "ns") v /= 1000; else if (u == "ms") v *= 1000; else if (u == "sec") v *= 1e6
+         r = v }
+       END { if (r != "") printf "%.3f\n", r }' "$1"
+}
+
+ev_rc_pingpong() {
+  local key=sv/host/rc_pingpong_ev/8 v
+  if ! command -v ibv_rc_pingpong >/dev/null; then
+    bench_fail "$key" us "ibv_rc_pingpong not installed (Debian package ibverbs-utils)"
+    return
+  fi
+  bench_next_port
+  SRV=(env "LD_LIBRARY_PATH=$SV_LIB" ibv_rc_pingpong -d "$SV_DEV" -g 0 -p "$PORT" -s 8 -n 2000 -e)
+  CLI=("${SRV[@]}" 127.0.0.1)
+  if ! bench_pair sv-host_rc_pingpong_ev_8 "" "" "$PORT" 30; then
+    bench_fail "$key" us "$PAIR_ERR"
+    return
+  fi
+  v=$(awk '/usec\/iter/ { for (i = 1; i < NF; i++) if ($(i + 1) == "usec/iter") r = $i / 2 }
+           END { if (r != "") printf "%.3f\n", r }' "$PAIR_OUT")
+  if [[ -n $v ]]; then bench_rec "$key" us "$v"; else bench_fail "$key" us "no usec/iter line"; fi
+}
+
+ev_qperf() {
+  local key=sv/host/qperf_rc_lat/8 v
+  if ! command -v qperf >/dev/null; then
+    bench_fail "$key" us "qperf not installed (Debian package qperf)"
+    return
+  fi
+  bench_next_port
+  SRV=(env "LD_LIBRARY_PATH=$SV_LIB" qperf -lp "$PORT")
+  CLI=(env "LD_LIBRARY_PATH=$SV_LIB" qperf -lp "$PORT" -t 2 -m 8 127.0.0.1 rc_lat)
+  if ! bench_pair sv-host_qperf_rc_lat_8 "" "" "$PORT" 30; then
+    bench_fail "$key" us "$PAIR_ERR"
+    return
+  fi
+  v=$(qperf_us "$PAIR_OUT")
+  if [[ -n $v ]]; then bench_rec "$key" us "$v"; else bench_fail "$key" us "no latency line"; fi
+}
+
+# One repetition of the completion-channel programs.
+fam_events() {
+  ev_rc_pingpong
+  ev_qperf
+}
