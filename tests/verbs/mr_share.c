@@ -3,7 +3,8 @@
  * registered its pages are a memfd a peer writes, reads and updates
  * atomically without system calls; afterwards they are private again; a
  * forked child gets its own copy; memory that is not private anonymous is
- * left alone and still reachable; two MRs may cover the same pages.
+ * left alone and still reachable; two MRs may cover the same pages; pages
+ * never touched stay zeros through it all.
  * Over TCP (verbs_tcp_mr_share) or with SOFTVERBS_MR_SHARE=0 nothing is
  * shared and everything else must hold just the same. */
 #include <sys/mman.h>
@@ -107,6 +108,38 @@ static void private_buffer(struct t_pair *p)
 	free(buf);
 }
 
+/* A fresh mapping with some pages touched: only pages with data are
+ * copied in and out (mrmap.c), the others must still read as zeros, and
+ * what the peer writes into an untouched page survives deregistration. */
+static void sparse_buffer(struct t_pair *p)
+{
+	const size_t len = 4u << 20, pg = 4096;
+	uint8_t *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+
+	CHECK(buf != MAP_FAILED);
+	for (size_t off = 0; off < len; off += 3 * pg)      /* every third page */
+		t_fill(buf + off, pg, (uint8_t)(off / pg));
+	mr = CHECK_PTR(ibv_reg_mr(p->b.pd, buf, len, T_ALL_ACCESS));
+	CHECK_EQ(shared_page(buf), !sharing_off());
+	for (size_t off = 0; off < len; off += pg) {
+		if (off % (3 * pg) == 0) {
+			CHECK(t_check_fill(buf + off, pg, (uint8_t)(off / pg)));
+			continue;
+		}
+		for (size_t i = 0; i < pg; i++)
+			CHECK_EQ(buf[off + i], 0);
+	}
+	write_read(p, buf, mr->rkey, pg + 100, 3000, 21);    /* into an untouched page */
+	CHECK_OK(ibv_dereg_mr(mr));
+	CHECK(!shared_page(buf));
+	CHECK(t_check_fill(buf + pg + 100, 3000, 21));
+	CHECK(t_check_fill(buf + 3 * pg, pg, 3));
+	for (size_t i = 0; i < pg; i++)
+		CHECK_EQ(buf[2 * pg + i], 0);
+	munmap(buf, len);
+}
+
 /* MAP_SHARED memory is not moved; peers reach it all the same. */
 static void shared_mapping(struct t_pair *p)
 {
@@ -154,6 +187,7 @@ int main(void)
 	t_opts_default(&o, IBV_QPT_RC);
 	t_pair_open(&p, &o);
 	private_buffer(&p);
+	sparse_buffer(&p);
 	shared_mapping(&p);
 	overlapping(&p);
 	t_pair_close(&p);

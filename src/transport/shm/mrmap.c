@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -87,16 +88,61 @@ static bool is_ours(const char *perms, uint64_t off, uint64_t ino, const char *p
 	return !strcmp(perms, "rw-s") && ino == m->ino && off == start - m->base;
 }
 
+/*
+ * Moving memory between private pages and a memfd copies only what holds
+ * data: a private anonymous page never touched (neither present nor
+ * swapped, /proc/self/pagemap) reads as zeros, as does a hole of the
+ * memfd (SEEK_DATA), and the destination is zeros already.  Applications
+ * register fresh pools: rxm's 16 MiB ones took 19 ms to register and 16 ms
+ * to deregister when every byte was copied.
+ */
+#define SV_PM_PRESENT (1ull << 63)
+#define SV_PM_SWAPPED (1ull << 62)
+
+/* Copy the pages of [src, src+len) that hold data to dst. */
+static void copy_touched(void *dst, uintptr_t src, size_t len, int pagemap)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = len / page, i = 0;
+	uint64_t ent[512];
+
+	while (i < n) {
+		size_t k = n - i < 512 ? n - i : 512, run;
+		ssize_t r = pagemap < 0 ? -1 :
+			    pread(pagemap, ent, k * sizeof(ent[0]), (off_t)((src / page + i) * 8));
+
+		if (r != (ssize_t)(k * sizeof(ent[0]))) {     /* cannot tell: copy it all */
+			memcpy((char *)dst + i * page, (void *)(src + i * page), (n - i) * page);
+			return;
+		}
+		for (size_t j = 0; j < k; j += run) {
+			bool data = ent[j] & (SV_PM_PRESENT | SV_PM_SWAPPED);
+
+			for (run = 1; j + run < k &&
+			     !!(ent[j + run] & (SV_PM_PRESENT | SV_PM_SWAPPED)) == data; run++)
+				;
+			if (data)
+				memcpy((char *)dst + (i + j) * page, (void *)(src + (i + j) * page),
+				       run * page);
+		}
+		i += k;
+	}
+}
+
 /* Replace [base, base+len) by `fd`'s pages [0, len), same contents. */
 static int move_to_memfd(uintptr_t base, size_t len, int fd)
 {
+	int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+
 	for (size_t off = 0; off < len; off += SV_MRMAP_CHUNK) {
 		size_t k = len - off < SV_MRMAP_CHUNK ? len - off : SV_MRMAP_CHUNK;
 		void *tmp = mmap(NULL, k, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
 
-		if (tmp == MAP_FAILED)
+		if (tmp == MAP_FAILED) {
+			if (pagemap >= 0)
+				close(pagemap);
 			return -errno;
-		memcpy(tmp, (void *)(base + off), k);
+		}
+		copy_touched(tmp, base + off, k, pagemap);
 		munmap(tmp, k);
 		if (mmap((void *)(base + off), k, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
 			 (off_t)off) == MAP_FAILED) {
@@ -106,11 +152,38 @@ static int move_to_memfd(uintptr_t base, size_t len, int fd)
 			abort();
 		}
 	}
+	if (pagemap >= 0)
+		close(pagemap);
 	return 0;
 }
 
+/* Copy [off, off+k) of the memfd, mapped at src, to dst: its data only. */
+static void copy_data(void *dst, uintptr_t src, int fd, off_t off, size_t k)
+{
+	off_t at = off, end = off + (off_t)k;
+
+	while (at < end) {
+		off_t d = fd < 0 ? at : lseek(fd, at, SEEK_DATA), h;
+
+		if (d < 0 && errno == ENXIO)
+			return;                  /* only a hole from here */
+		if (d < 0) {
+			d = at;                  /* cannot tell: copy the rest */
+			h = end;
+		} else {
+			if (d >= end)
+				return;
+			h = fd < 0 ? end : lseek(fd, d, SEEK_HOLE);
+			if (h < 0 || h > end)
+				h = end;
+		}
+		memcpy((char *)dst + (d - off), (void *)(src + (uintptr_t)(d - off)), (size_t)(h - d));
+		at = h;
+	}
+}
+
 /* The reverse: private anonymous pages with the same contents. */
-static void move_to_private(uintptr_t base, size_t len)
+static void move_to_private(uintptr_t base, size_t len, int fd)
 {
 	for (size_t off = 0; off < len; off += SV_MRMAP_CHUNK) {
 		size_t k = len - off < SV_MRMAP_CHUNK ? len - off : SV_MRMAP_CHUNK;
@@ -120,7 +193,7 @@ static void move_to_private(uintptr_t base, size_t len)
 			sv_err("cannot make registered memory private again: %s", strerror(errno));
 			return;           /* it stays shared: still valid memory */
 		}
-		memcpy(tmp, (void *)(base + off), k);
+		copy_data(tmp, base + off, fd, (off_t)off, k);
 		if (mremap(tmp, k, k, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(base + off)) ==
 		    MAP_FAILED) {
 			sv_err("cannot make registered memory private again: %s", strerror(errno));
@@ -141,7 +214,7 @@ static void atfork_child(void)
 
 		if (m->fd < 0)
 			continue;
-		move_to_private(m->base, m->len);
+		move_to_private(m->base, m->len, m->fd);
 		close(m->fd);
 		m->fd = -1;
 	}
@@ -231,7 +304,7 @@ void sv_mrmap_unshare(struct sv_mrmap *m)
 	pthread_mutex_unlock(&maps_lock);
 	/* Only if the application has not unmapped or replaced it meanwhile. */
 	if (m->fd >= 0 && range_all(m->base, m->base + m->len, is_ours, m))
-		move_to_private(m->base, m->len);
+		move_to_private(m->base, m->len, m->fd);
 	if (m->fd >= 0)
 		close(m->fd);
 	free(m);
