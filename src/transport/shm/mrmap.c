@@ -39,6 +39,18 @@ static bool share_enabled(void)
 	return sv_env_int("SOFTVERBS_MR_SHARE", 1) && !sv_cma_disabled() && !sv_force_tcp();
 }
 
+/* Moving memory costs about a millisecond per MiB of pages that hold data
+ * (allocating and clearing the memfd's pages, freeing the old ones), at
+ * registration and again at deregistration, where a NIC pins pages in
+ * microseconds.  Larger MRs stay where they are: peers reach them by
+ * cross-memory attach (a quarter of memcpy's bandwidth, no setup). */
+static size_t share_max(void)
+{
+	int mib = sv_env_int("SOFTVERBS_MR_SHARE_MAX_MIB", 8);
+
+	return mib > 0 ? (size_t)mib << 20 : 0;
+}
+
 /* Does every page of [a0, a1) belong to a VMA for which `ok` holds? */
 static bool range_all(uintptr_t a0, uintptr_t a1,
 		      bool (*ok)(const char *perms, uint64_t off, uint64_t ino, const char *path,
@@ -271,7 +283,8 @@ struct sv_mrmap *sv_mrmap_share(void *addr, size_t len)
 	uintptr_t a1 = ((uintptr_t)addr + len) & ~(page - 1);
 	struct sv_mrmap *m;
 
-	if (!addr || (uintptr_t)addr + len < (uintptr_t)addr || a1 <= a0 || !share_enabled())
+	if (!addr || (uintptr_t)addr + len < (uintptr_t)addr || a1 <= a0 || !share_enabled() ||
+	    a1 - a0 > share_max())
 		return NULL;
 	pthread_once(&once, install_atfork);
 	pthread_mutex_lock(&maps_lock);
