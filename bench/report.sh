@@ -163,6 +163,8 @@ ref_of() {  # sv/WHERE/TEST/SIZE
     case $test in
       send_lat|write_lat) REF=ucx-posix/host/tag_lat/$size REFLABEL="UCX posix tag_lat" ;;
       send_lat_ev|rc_pingpong_ev|qperf_rc_lat) REF=shm/host/eventfd_lat/$size REFLABEL="eventfd ping-pong, both asleep" ;;
+      fi_rdm) REF=sv/host/fi_msg/$size REFLABEL="fi_pingpong -p verbs -e msg" ;;
+      fi_msg) REF=fi-shm/host/pingpong/$size REFLABEL="fi_pingpong shm" ;;
       read_lat) REF=ucx-posix/host/tag_lat/$size REFLABEL="2 × UCX posix tag_lat (round trip)" REFF=2 ;;
       *_bw) REF=ucx-posix/host/tag_bw/$size REFLABEL="UCX posix tag_bw" ;;
       *_rate) REF=ucx-posix/host/tag_rate/$size REFLABEL="UCX posix tag_bw msg rate" ;;
@@ -215,7 +217,7 @@ bench_versions() {
 pt_rows() {
   local where test size
   for where in host veth; do
-    for test in send_lat send_lat_ev rc_pingpong_ev qperf_rc_lat write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
+    for test in send_lat send_lat_ev rc_pingpong_ev qperf_rc_lat fi_rdm fi_msg write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
       for size in 8 64 4096 65536 1048576; do echo "$where $test $size"; done
     done
   done
@@ -227,6 +229,7 @@ pt_name() {  # TEST
     *_rate) echo "ib_${1%_rate}_bw msg rate" ;;
     rc_pingpong_ev) echo "ibv_rc_pingpong -e" ;;
     qperf_rc_lat) echo "qperf rc_lat" ;;
+    fi_rdm|fi_msg) echo "fi_pingpong -p verbs -e ${1#fi_}" ;;
     *_ev) echo "ib_${1%_ev} -e" ;;
     *) echo "ib_$1" ;;
   esac
@@ -310,6 +313,8 @@ bench_report() {  # OUT.md
     for t in send write; do
       target "same host ib_${t}_bw -s 8 message rate" "sv/host/${t}_rate/8" "" "" ge 5
     done
+    target "same host fi_pingpong -p verbs -e rdm 8 B vs -e msg" sv/host/fi_rdm/8 sv/host/fi_msg/8 \
+           "fi_pingpong -p verbs -e msg" le 2
     for t in send_lat_ev rc_pingpong_ev qperf_rc_lat; do
       target "same host $(pt_name "$t") 8 B vs an eventfd ping-pong" "sv/host/$t/8" shm/host/eventfd_lat/8 \
              "eventfd ping-pong, both asleep" le 1.5

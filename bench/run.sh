@@ -61,8 +61,8 @@ BENCH_START=$(date +%s)
 . "$here/peers.sh"
 # shellcheck source=perftest.sh
 . "$here/perftest.sh"
-# shellcheck source=events.sh
-. "$here/events.sh"
+# shellcheck source=consumers.sh
+. "$here/consumers.sh"
 # shellcheck source=scale.sh
 . "$here/scale.sh"
 # shellcheck source=report.sh
@@ -138,7 +138,7 @@ for ((rep = 1; rep <= BENCH_REPS; rep++)); do
   fam_peers
   bench_log "repetition $rep/$BENCH_REPS: softverbs perftest, same host"
   fam_sv host
-  fam_events
+  fam_consumers
   if [[ $SVB_VETH_OK == 1 ]]; then
     bench_log "repetition $rep/$BENCH_REPS: TCP and softverbs across veth"
     fam_tcp_veth

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Programs that sleep on a completion channel instead of polling, as most
-# servers do, on one host (server and client on 127.0.0.1), 8 B:
+# softverbs under programs other than perftest, on one host (server and
+# client on 127.0.0.1), 8 B.  Sleeping on a completion channel, as most
+# servers do:
 #   rc_pingpong_ev   ibv_rc_pingpong -e (ibverbs-utils): usec/iter halved,
 #                    one-way, the mean of the run
 #   qperf_rc_lat     qperf rc_lat (qperf waits on events): its latency, one-way
 # ib_send_lat -e is perftest.sh's send_lat_ev.  Their reference is the
 # machine's eventfd ping-pong (machine.sh: shm/host/eventfd_lat), one
-# wake-up per message.
+# wake-up per message.  libfabric's verbs provider:
+#   fi_rdm, fi_msg   fi_pingpong -p verbs -e rdm (ofi_rxm over RC) and -e msg:
+#                    usec/xfer (one-way, the mean) of 100,000 transfers: rxm
+#                    connects and fills its buffer pools on the first one,
+#                    inside the timed loop (tens of ms on this VM)
 # Sourced by run.sh (needs lib.sh).
 # Sourced: SRV and CLI are bench_pair's.
 # shellcheck disable=SC2034
@@ -55,8 +60,27 @@ ev_qperf() {
   if [[ -n $v ]]; then bench_rec "$key" us "$v"; else bench_fail "$key" us "no latency line"; fi
 }
 
-# One repetition of the completion-channel programs.
-fam_events() {
+fi_verbs() {  # EP (rdm|msg)
+  local key=sv/host/fi_$1/8 v
+  if ! command -v fi_pingpong >/dev/null; then
+    bench_fail "$key" us "fi_pingpong not installed (Debian package libfabric-bin)"
+    return
+  fi
+  bench_next_port
+  SRV=(env "LD_LIBRARY_PATH=$SV_LIB" fi_pingpong -p verbs -e "$1" -I 100000 -S 8 -B "$PORT")
+  CLI=(env "LD_LIBRARY_PATH=$SV_LIB" fi_pingpong -p verbs -e "$1" -I 100000 -S 8 -P "$PORT" 127.0.0.1)
+  if ! bench_pair "sv-host_fi_$1_8" "" "" "$PORT" 30; then
+    bench_fail "$key" us "$PAIR_ERR"
+    return
+  fi
+  v=$(fi_lat "$PAIR_OUT")
+  if [[ -n $v ]]; then bench_rec "$key" us "$v"; else bench_fail "$key" us "no result row"; fi
+}
+
+# One repetition of these programs.
+fam_consumers() {
   ev_rc_pingpong
   ev_qperf
+  fi_verbs rdm
+  fi_verbs msg
 }
