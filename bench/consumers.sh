@@ -25,56 +25,47 @@ qperf_us() {  # FILE
        END { if (r != "") printf "%.3f\n", r }' "$1"
 }
 
-ev_rc_pingpong() {
-  local key=sv/host/rc_pingpong_ev/8 v
-  if ! command -v ibv_rc_pingpong >/dev/null; then
-    bench_fail "$key" us "ibv_rc_pingpong not installed (Debian package ibverbs-utils)"
+# ibv_rc_pingpong prints "N usec/iter" for a round trip: one-way.
+rc_pingpong_us() {  # FILE
+  awk '/usec\/iter/ { for (i = 1; i < NF; i++) if ($(i + 1) == "usec/iter") r = $i / 2 }
+       END { if (r != "") printf "%.3f\n", r }' "$1"
+}
+
+# One row: PROG (from PACKAGE) as server SRV and client CLI, which the
+# caller builds with $PORT; PARSE prints the value from the client's output.
+consumer_row() {  # KEY PROG PACKAGE PARSE
+  local key=$1 v
+  if ! command -v "$2" >/dev/null; then
+    bench_fail "$key" us "$2 not installed (Debian package $3)"
     return
   fi
+  if ! bench_pair "${key//\//_}" "" "" "$PORT" 30; then
+    bench_fail "$key" us "$PAIR_ERR"
+    return
+  fi
+  v=$("$4" "$PAIR_OUT")
+  if [[ -n $v ]]; then bench_rec "$key" us "$v"; else bench_fail "$key" us "no result in the client's output"; fi
+}
+
+ev_rc_pingpong() {
   bench_next_port
   SRV=(env "LD_LIBRARY_PATH=$SV_LIB" ibv_rc_pingpong -d "$SV_DEV" -g 0 -p "$PORT" -s 8 -n 2000 -e)
   CLI=("${SRV[@]}" 127.0.0.1)
-  if ! bench_pair sv-host_rc_pingpong_ev_8 "" "" "$PORT" 30; then
-    bench_fail "$key" us "$PAIR_ERR"
-    return
-  fi
-  v=$(awk '/usec\/iter/ { for (i = 1; i < NF; i++) if ($(i + 1) == "usec/iter") r = $i / 2 }
-           END { if (r != "") printf "%.3f\n", r }' "$PAIR_OUT")
-  if [[ -n $v ]]; then bench_rec "$key" us "$v"; else bench_fail "$key" us "no usec/iter line"; fi
+  consumer_row sv/host/rc_pingpong_ev/8 ibv_rc_pingpong ibverbs-utils rc_pingpong_us
 }
 
 ev_qperf() {
-  local key=sv/host/qperf_rc_lat/8 v
-  if ! command -v qperf >/dev/null; then
-    bench_fail "$key" us "qperf not installed (Debian package qperf)"
-    return
-  fi
   bench_next_port
   SRV=(env "LD_LIBRARY_PATH=$SV_LIB" qperf -lp "$PORT")
   CLI=(env "LD_LIBRARY_PATH=$SV_LIB" qperf -lp "$PORT" -t 2 -m 8 127.0.0.1 rc_lat)
-  if ! bench_pair sv-host_qperf_rc_lat_8 "" "" "$PORT" 30; then
-    bench_fail "$key" us "$PAIR_ERR"
-    return
-  fi
-  v=$(qperf_us "$PAIR_OUT")
-  if [[ -n $v ]]; then bench_rec "$key" us "$v"; else bench_fail "$key" us "no latency line"; fi
+  consumer_row sv/host/qperf_rc_lat/8 qperf qperf qperf_us
 }
 
 fi_verbs() {  # EP (rdm|msg)
-  local key=sv/host/fi_$1/8 v
-  if ! command -v fi_pingpong >/dev/null; then
-    bench_fail "$key" us "fi_pingpong not installed (Debian package libfabric-bin)"
-    return
-  fi
   bench_next_port
   SRV=(env "LD_LIBRARY_PATH=$SV_LIB" fi_pingpong -p verbs -e "$1" -I 100000 -S 8 -B "$PORT")
   CLI=(env "LD_LIBRARY_PATH=$SV_LIB" fi_pingpong -p verbs -e "$1" -I 100000 -S 8 -P "$PORT" 127.0.0.1)
-  if ! bench_pair "sv-host_fi_$1_8" "" "" "$PORT" 30; then
-    bench_fail "$key" us "$PAIR_ERR"
-    return
-  fi
-  v=$(fi_lat "$PAIR_OUT")
-  if [[ -n $v ]]; then bench_rec "$key" us "$v"; else bench_fail "$key" us "no result row"; fi
+  consumer_row "sv/host/fi_$1/8" fi_pingpong libfabric-bin fi_lat
 }
 
 # One repetition of these programs.
