@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -64,7 +65,7 @@ void sv_conn_close_linger(struct sv_conn *c)
 		return;
 	}
 	/* The copy keeps the socket open when the channel closes its descriptor. */
-	l->h.fd = dup(c->h.fd);
+	l->h.fd = fcntl(c->h.fd, F_DUPFD_CLOEXEC, 0);
 	sv_conn_close(c);
 	if (l->h.fd < 0) {
 		free(l);

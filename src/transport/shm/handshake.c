@@ -6,6 +6,7 @@
  * them; any other keeps the socket (docs/security.md).
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "transport/shm/cma.h"
@@ -24,7 +25,7 @@ bool sv_conn_same_user(struct sv_conn *c)
 static void offer_wake(struct sv_conn *c)
 {
 	if (c->wake_fd >= 0 && c->n_tx_fds < SV_CONN_MAX_FDS &&
-	    (c->tx_fds[c->n_tx_fds] = dup(c->wake_fd)) >= 0)
+	    (c->tx_fds[c->n_tx_fds] = fcntl(c->wake_fd, F_DUPFD_CLOEXEC, 0)) >= 0)
 		c->n_tx_fds++;
 }
 
@@ -47,7 +48,7 @@ uint64_t sv_conn_rings_offer(struct sv_conn *c)
 	if (fd < 0)
 		return 0;
 	c->tx_fds[0] = fd;
-	c->tx_fds[1] = dup(sv_seg_fd());
+	c->tx_fds[1] = fcntl(sv_seg_fd(), F_DUPFD_CLOEXEC, 0);
 	c->n_tx_fds = c->tx_fds[1] >= 0 ? 2 : 1;
 	if (c->n_tx_fds < 2)
 		return 0;
@@ -82,7 +83,7 @@ uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello)
 	 * addresses for us to pull. */
 	c->cma_ok = !sv_cma_disabled() && hello->va && sv_cma_probe(c->peer_pid, hello->va);
 	c->peer_maps.pid = c->peer_pid;
-	c->tx_fds[0] = dup(sv_seg_fd());
+	c->tx_fds[0] = fcntl(sv_seg_fd(), F_DUPFD_CLOEXEC, 0);
 	c->n_tx_fds = c->tx_fds[0] >= 0;
 	if (c->n_tx_fds)
 		offer_wake(c);
