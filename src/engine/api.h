@@ -76,6 +76,9 @@ void sv_engine_stop_polling(struct sv_cq *cq);
  * same-host peers wake it directly from now on; what came before is taken
  * now (it may fire the event). */
 void sv_engine_cq_sleep(struct sv_node *node, struct sv_cq *cq);
+/* `cq`'s event fired: its sleeper is awake, and a peer that still woke it
+ * would leave the channel readable with no event. */
+void sv_engine_cq_fired(struct sv_cq *cq);
 
 /* Every poll of `cq` by an application thread (cheap): `work` is 1 for
  * the poll itself, then the number of completions it returned. */

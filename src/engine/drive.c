@@ -555,6 +555,13 @@ static void rings_arm(struct sv_cq *cq, bool on)
 	pthread_mutex_unlock(&cq->drive_lock);
 }
 
+void sv_engine_cq_fired(struct sv_cq *cq)
+{
+	if (__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&cq->rings_armed, __ATOMIC_RELAXED))
+		rings_arm(cq, false);
+}
+
 void sv_engine_cq_sleep(struct sv_node *node, struct sv_cq *cq)
 {
 	if (!__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE) || cq_wake(cq) == SV_WAKE_NONE)

@@ -48,8 +48,10 @@ bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 		fire = cq->ibcq.channel != NULL;
 	}
 	pthread_mutex_unlock(&cq->lock);
-	if (fire)
+	if (fire) {
+		sv_engine_cq_fired(cq);
 		sv_channel_fire(cq);
+	}
 	return ok;
 }
 
