@@ -71,28 +71,35 @@ static bool peer_polling(struct sv_conn *c)
 	return sv_now_ns() - last < SV_POLLER_ACTIVE_NS;
 }
 
-/* The peer's thread asleep for the CQ this frame completes to, woken by it
- * (c->wake_hint): wake it on the descriptor it gave us, once per sleep (it
+/* The peer's thread asleep for the CQ what we wrote completes to, woken by
+ * it (`hint`): wake it on the descriptor it gave us, once per sleep (it
  * takes the ring itself, so neither its progress thread nor a doorbell is
  * needed).  True when woken. */
-static bool wake_sleeper(struct sv_conn *c)
+static bool wake_sleeper(struct sv_conn *c, enum sv_wake hint)
 {
 	struct sv_ring *tx = c->shm.tx;
 	const uint64_t one = 1;
 	uint32_t s;
 
-	if (c->peer_wake_fd < 0 || c->wake_hint == SV_WAKE_NONE)
+	if (c->peer_wake_fd < 0 || hint == SV_WAKE_NONE)
 		return false;
 	/* Dekker with ring_arm: our record's store before this read, its
 	 * store before its look at the ring.  A read-modify-write: a plain
 	 * load may pass the (release) store of the record. */
 	s = __atomic_fetch_or(&tx->consumer_sleeps, 0, __ATOMIC_SEQ_CST);
-	if (s == SV_RING_AWAKE || (s == SV_RING_SLEEPS_SOLICITED && c->wake_hint != SV_WAKE_SOLICITED))
+	if (s == SV_RING_AWAKE || (s == SV_RING_SLEEPS_SOLICITED && hint != SV_WAKE_SOLICITED))
 		return false;
 	if (__atomic_exchange_n(&tx->consumer_sleeps, SV_RING_AWAKE, __ATOMIC_SEQ_CST) != SV_RING_AWAKE &&
 	    write(c->peer_wake_fd, &one, sizeof(one)) != sizeof(one))
 		return false;
 	return true;
+}
+
+/* Something for the consumer of our ring: its sleeper or its progress thread. */
+static void notify_consumer(struct sv_conn *c, enum sv_wake hint)
+{
+	if (!wake_sleeper(c, hint))
+		ring_doorbell(c, &c->shm.tx->consumer_wants_wake, &c->shm.tx->consumer_armed);
 }
 
 static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
@@ -123,8 +130,8 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 			r += sv_ring_write(tx, c->shm.size, rest, k, &c->shm.tx_head_seen);
 		}
 	}
-	if (r && !wake_sleeper(c))
-		ring_doorbell(c, &tx->consumer_wants_wake, &tx->consumer_armed);
+	if (r)
+		notify_consumer(c, c->wake_hint);
 	return r;
 }
 
@@ -149,10 +156,7 @@ static void ring_close(struct sv_conn *c)
 static void ring_ack_publish(struct sv_conn *c, uint32_t psn)
 {
 	sv_ring_ack_publish(c->shm.tx, psn);
-	/* it completes the requester's signaled sends */
-	c->wake_hint = SV_WAKE_COMPLETES;
-	if (!wake_sleeper(c))
-		ring_doorbell(c, &c->shm.tx->consumer_wants_wake, &c->shm.tx->consumer_armed);
+	notify_consumer(c, SV_WAKE_COMPLETES);   /* it completes the requester's signaled sends */
 }
 
 static void ring_arm(struct sv_conn *c, enum sv_wake how)
