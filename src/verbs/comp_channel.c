@@ -31,8 +31,12 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	struct sv_comp_channel *ch = to_sch(channel);
+	bool used;
 
-	if (__atomic_load_n(&ch->refcnt, __ATOMIC_ACQUIRE))
+	pthread_mutex_lock(&ch->lock);
+	used = !sv_list_empty(&ch->cqs);
+	pthread_mutex_unlock(&ch->lock);
+	if (used)
 		return EBUSY;
 	close(ch->ibch.fd);
 	pthread_mutex_destroy(&ch->lock);
@@ -46,7 +50,6 @@ void sv_channel_add(struct sv_cq *cq)
 
 	pthread_mutex_lock(&ch->lock);
 	sv_list_add_tail(&ch->cqs, &cq->chan_link);
-	ch->refcnt++;
 	pthread_mutex_unlock(&ch->lock);
 }
 
@@ -56,7 +59,6 @@ void sv_channel_del(struct sv_cq *cq)
 
 	pthread_mutex_lock(&ch->lock);
 	sv_list_del(&cq->chan_link);
-	__atomic_sub_fetch(&ch->refcnt, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ch->lock);
 }
 

@@ -88,8 +88,7 @@ struct sv_comp_channel {
 	struct sv_list fired;        /* CQs with an undelivered event */
 	struct sv_evfd ev;           /* == ibch.fd: readable while fired is not empty,
 				      * or when a same-host peer woke us directly */
-	int refcnt;                  /* CQs using it */
-	struct sv_list cqs;          /* those CQs (cq->chan_link), under lock */
+	struct sv_list cqs;          /* CQs using it (cq->chan_link), under lock */
 };
 
 /* CQ: a ring of work completions.  Producers: QP engines; consumer: poll. */
