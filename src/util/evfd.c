@@ -35,39 +35,39 @@ void sv_evfd_clear(struct sv_evfd *e)
 	e->set = false;
 }
 
-bool sv_evfd_wait(struct sv_evfd *e)
+/* Wait until readable (a non-blocking fd: only look); with `take`, the
+ * counter is taken, else it stays as it was. */
+static bool wait_readable(struct sv_evfd *e, bool take)
 {
 	struct pollfd p = { .fd = e->fd, .events = POLLIN };
 	int flags = fcntl(e->fd, F_GETFL);
 	uint64_t v;
 
 	if (flags >= 0 && (flags & O_NONBLOCK)) {
-		if (poll(&p, 1, 0) == 1)
-			return true;
-		errno = EAGAIN;
-		return false;
+		if (poll(&p, 1, 0) != 1) {
+			errno = EAGAIN;
+			return false;
+		}
+		return !take || read(e->fd, &v, sizeof(v)) == sizeof(v);
 	}
 	/* Blocked as the kernel's read of a channel fd is: a signal ends the
 	 * wait with EINTR unless its handler asked for SA_RESTART (qperf stops
 	 * a test from a SIGALRM handler without it; MPI launchers' SIGCHLD
-	 * handlers ask for it).  The read takes the counter, which goes back
-	 * at once: clearing it is sv_evfd_clear's. */
+	 * handlers ask for it).  The read takes the counter; unless taking,
+	 * it goes back at once (clearing it is sv_evfd_clear's). */
 	if (read(e->fd, &v, sizeof(v)) != sizeof(v))
 		return false;
-	return write(e->fd, &v, sizeof(v)) == sizeof(v);
+	return take || write(e->fd, &v, sizeof(v)) == sizeof(v);
+}
+
+bool sv_evfd_wait(struct sv_evfd *e)
+{
+	return wait_readable(e, false);
 }
 
 bool sv_evfd_take(struct sv_evfd *e)
 {
-	struct pollfd p = { .fd = e->fd, .events = POLLIN };
-	int flags = fcntl(e->fd, F_GETFL);
-	uint64_t v;
-
-	if (flags >= 0 && (flags & O_NONBLOCK) && poll(&p, 1, 0) != 1) {
-		errno = EAGAIN;
-		return false;
-	}
-	return read(e->fd, &v, sizeof(v)) == sizeof(v);
+	return wait_readable(e, true);
 }
 
 void sv_evfd_resync(struct sv_evfd *e, bool queued)
