@@ -545,7 +545,7 @@ void sv_engine_release_all_acks(struct sv_node *node)
 static void rings_arm(struct sv_cq *cq, bool on)
 {
 	pthread_mutex_lock(&cq->drive_lock);
-	if (cq->rings_armed != on || on) {
+	if (on || cq->rings_armed) {
 		enum sv_wake how = on ? cq_wake(cq) : SV_WAKE_NONE;
 
 		__atomic_store_n(&cq->rings_armed, on, __ATOMIC_RELAXED);
@@ -567,10 +567,10 @@ void sv_engine_cq_sleep(struct sv_node *node, struct sv_cq *cq)
 	if (!__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE) || cq_wake(cq) == SV_WAKE_NONE)
 		return;
 	rings_arm(cq, true);
-	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	sv_engine_enter(node);
 	if (drive_rings(cq))
 		sv_node_kick(node);      /* what we could not take, the progress thread does */
-	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	sv_engine_leave(node);
 }
 
 /*
