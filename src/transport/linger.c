@@ -29,16 +29,20 @@ struct sv_linger {
 	uint64_t until;
 };
 
+/* Off the node's list already. */
+static void linger_free(struct sv_linger *l)
+{
+	sv_node_unwatch(l->node, &l->h);
+	close(l->h.fd);
+	free(l);
+}
+
 static void linger_end(struct sv_linger *l)
 {
-	struct sv_node *node = l->node;
-
-	sv_node_unwatch(node, &l->h);
-	close(l->h.fd);
-	pthread_mutex_lock(&node->lock);
+	pthread_mutex_lock(&l->node->lock);
 	sv_list_del(&l->link);
-	pthread_mutex_unlock(&node->lock);
-	free(l);
+	pthread_mutex_unlock(&l->node->lock);
+	linger_free(l);
 }
 
 /* Progress thread: the peer's input goes nowhere until its EOF. */
@@ -82,13 +86,8 @@ void sv_conn_close_linger(struct sv_conn *c)
 		sv_node_kick(node);      /* it may sleep without a deadline */
 	}
 	pthread_mutex_unlock(&node->lock);
-	if (sv_node_watch(node, &l->h, EPOLLIN)) {
-		pthread_mutex_lock(&node->lock);
-		sv_list_del(&l->link);
-		pthread_mutex_unlock(&node->lock);
-		close(l->h.fd);
-		free(l);
-	}
+	if (sv_node_watch(node, &l->h, EPOLLIN))
+		linger_end(l);
 }
 
 /* Progress thread (and the node's end, `all`): end the records whose time
@@ -112,12 +111,7 @@ uint64_t sv_node_linger_reap(struct sv_node *node, uint64_t now, bool all)
 	}
 	__atomic_store_n(&node->linger_due, next, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&node->lock);
-	sv_list_for_each_safe(pos, tmp, &done) {
-		struct sv_linger *l = sv_container_of(pos, struct sv_linger, link);
-
-		sv_node_unwatch(node, &l->h);
-		close(l->h.fd);
-		free(l);
-	}
+	sv_list_for_each_safe(pos, tmp, &done)
+		linger_free(sv_container_of(pos, struct sv_linger, link));
 	return next;
 }
