@@ -175,7 +175,7 @@ static void copy_data(void *dst, uintptr_t src, int fd, off_t off, size_t k)
 	off_t at = off, end = off + (off_t)k;
 
 	while (at < end) {
-		off_t d = fd < 0 ? at : lseek(fd, at, SEEK_DATA), h;
+		off_t d = lseek(fd, at, SEEK_DATA), h;
 
 		if (d < 0 && errno == ENXIO)
 			return;                  /* only a hole from here */
@@ -185,7 +185,7 @@ static void copy_data(void *dst, uintptr_t src, int fd, off_t off, size_t k)
 		} else {
 			if (d >= end)
 				return;
-			h = fd < 0 ? end : lseek(fd, d, SEEK_HOLE);
+			h = lseek(fd, d, SEEK_HOLE);
 			if (h < 0 || h > end)
 				h = end;
 		}
