@@ -632,6 +632,11 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 		rings_arm(cq, false);
 	if (__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE))
 		drive_rings(cq);
+	if (__atomic_load_n(&cq->dgram, __ATOMIC_RELAXED)) {
+		uint8_t buf[SV_UDP_BUF];
+
+		sv_dgram_poll(node, buf);
+	}
 	n = 0;
 	if (__atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED)) {
 		if (!hot_read(cq))
@@ -664,6 +669,8 @@ void sv_engine_stop_polling(struct sv_cq *cq)
 		__atomic_store_n(&self->last_poll_ns, 0, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE))
 		rings_arm(cq, true);
+	if (__atomic_load_n(&cq->dgram, __ATOMIC_RELAXED))
+		sv_dgram_stop_polling(to_sctx(cq->ibcq.context)->node);
 }
 
 void sv_engine_enter(struct sv_node *node)
@@ -682,7 +689,8 @@ void sv_engine_wait_drivers(struct sv_node *node)
 		sched_yield();
 }
 
-/* UD QPs: pollers of the receive CQ drain the port group's socket too. */
+/* UD QPs: pollers of the receive CQ drain the port group's socket too, and
+ * the rings from this host's processes. */
 void sv_engine_drive_register_dgram(struct sv_qp *qp)
 {
 	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
@@ -691,4 +699,5 @@ void sv_engine_drive_register_dgram(struct sv_qp *qp)
 
 	if (g && !epoll_ctl(qp->rcq->drive_fd, EPOLL_CTL_ADD, g->udp_h.fd, &ev))
 		__atomic_add_fetch(&qp->rcq->drive_socks, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&qp->rcq->dgram, true, __ATOMIC_RELAXED);
 }

@@ -13,6 +13,7 @@
 
 #include "transport/node.h"
 #include "transport/transport.h"
+#include "transport/shm/dgring.h"
 #include "transport/shm/segment.h"
 #include "transport/unix/mcast.h"
 #include "transport/unix/sock.h"
@@ -378,6 +379,7 @@ static void *progress_main(void *arg)
 		int timeout = sv_node_bounds_tick(node, run_timers(node)), again, n;
 
 		timeout = spin_tick(node, serve_rings(node, timeout));
+		timeout = sv_dgring_before_sleep(node, timeout);
 
 		/* Say until when we sleep, then look at the deadlines once more:
 		 * one published before that store is seen now, one published
@@ -422,6 +424,10 @@ static void close_group(struct sv_node *node, struct sv_pgroup *g)
 		sv_node_unwatch(node, &g->unix_h);
 		close(g->unix_h.fd);
 	}
+	if (g->ud_h.fd >= 0) {
+		sv_node_unwatch(node, &g->ud_h);
+		close(g->ud_h.fd);
+	}
 	if (g->mcast_fd >= 0)
 		close(g->mcast_fd);
 	free(g);
@@ -461,6 +467,7 @@ static bool watch_group(struct sv_node *node, struct sv_pgroup *g)
 	g->udp_h.fn = sv_dgram_on_ready;
 	return !sv_node_watch(node, &g->listen_h, EPOLLIN) &&
 	       !sv_node_watch(node, &g->unix_h, EPOLLIN) &&
+	       !sv_node_watch(node, &g->ud_h, EPOLLIN) &&
 	       !sv_node_watch(node, &g->udp_h, EPOLLIN);
 }
 
@@ -477,7 +484,7 @@ static struct sv_pgroup *open_group(struct sv_node *node)
 
 		if (!g)
 			return NULL;
-		g->udp_h.fd = g->unix_h.fd = g->mcast_fd = -1;
+		g->udp_h.fd = g->unix_h.fd = g->ud_h.fd = g->mcast_fd = -1;
 		g->node = node;
 		g->listen_h.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (g->listen_h.fd < 0 || bind_in(g->listen_h.fd, any, 0) ||
@@ -499,7 +506,8 @@ static struct sv_pgroup *open_group(struct sv_node *node)
 		}
 		g->unix_h.fd = sv_unix_listen(g->port);
 		g->mcast_fd = sv_mcast_source(g->port);
-		if (g->udp_h.fd >= 0 && g->unix_h.fd >= 0 && g->mcast_fd >= 0) {
+		if (g->udp_h.fd >= 0 && g->unix_h.fd >= 0 && g->mcast_fd >= 0 &&
+		    sv_dgring_listen(g) >= 0) {
 			if (watch_group(node, g))
 				return g;
 			close_group(node, g);
@@ -623,10 +631,11 @@ static struct sv_node *node_create(const struct sv_upcalls *up)
 	node_set_address(node);
 	node->pending_max = sv_pending_max();
 	node->udp_buf = malloc(SV_UDP_BUF);
+	node->dgr = sv_dgrings_new();
 	node->epfd = epoll_create1(EPOLL_CLOEXEC);
 	node->wake_h.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	node->wake_h.fn = on_wake;
-	if (!node->udp_buf || node->epfd < 0 || node->wake_h.fd < 0 ||
+	if (!node->udp_buf || !node->dgr || node->epfd < 0 || node->wake_h.fd < 0 ||
 	    sv_node_watch(node, &node->wake_h, EPOLLIN) ||
 	    pthread_create(&node->thread, NULL, progress_main, node)) {
 		if (node->epfd >= 0)
@@ -634,6 +643,7 @@ static struct sv_node *node_create(const struct sv_upcalls *up)
 		if (node->wake_h.fd >= 0)
 			close(node->wake_h.fd);
 		free(node->udp_buf);
+		sv_dgrings_free(node);
 		free(node);
 		return NULL;
 	}
@@ -653,6 +663,7 @@ static void node_destroy(struct sv_node *node)
 		sv_conn_close(sv_container_of(pos, struct sv_conn, pending_link));
 	sv_node_linger_reap(node, 0, true);
 	sv_conn_reap(node);
+	sv_dgrings_free(node);
 	for (uint32_t i = 0; i < node->ngroups; i++)
 		close_group(node, node->groups[i]);
 	free(node->groups);

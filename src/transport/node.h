@@ -51,6 +51,7 @@ struct sv_pgroup {
 	struct sv_handler listen_h;
 	struct sv_handler udp_h;
 	struct sv_handler unix_h;    /* same-host channels */
+	struct sv_handler ud_h;      /* same-host UD rings (shm/dgring.h) */
 	int mcast_fd;                /* sends multicast, named after P (unix/mcast.h) */
 	struct sv_qp *slot[SV_QP_PER_GROUP];
 	uint32_t used;
@@ -66,6 +67,7 @@ struct sv_cmd {
 };
 
 struct sv_upcalls;
+struct sv_dgrings;
 struct sv_node {
 	const struct sv_upcalls *up; /* the engine (transport.h) */
 	pthread_mutex_t lock;
@@ -101,6 +103,7 @@ struct sv_node {
 	bool rings_left;             /* progress thread left ready rings to a poller */
 	bool ticking;                /* the progress thread ticks for spinning pollers */
 	uint8_t *udp_buf;            /* progress thread's datagram buffer */
+	struct sv_dgrings *dgr;      /* same-host UD rings (shm/dgring.c) */
 };
 
 const struct sv_addr_plan *sv_addr_plan(void);       /* wire/addr.h */

@@ -348,8 +348,14 @@ void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf);
  * decoded.  (Its source is the caller's to check.) */
 bool sv_dgram_frame_ok(const uint8_t *buf, ssize_t r, struct sv_wire_hdr *hdr);
 void sv_dgram_on_ready(struct sv_handler *h, uint32_t events);
+/* shm/dgring.c: datagrams from processes of this host wait in rings; a
+ * poller of a CQ with UD QPs drains them (buf: SV_UDP_BUF), and says when
+ * it stops polling, so that their writers ring for the progress thread. */
+void sv_dgram_poll(struct sv_node *node, uint8_t *buf);
+void sv_dgram_stop_polling(struct sv_node *node);
 
-/* udp/dgram.c: datagrams leave from the port group of src_qpn. */
+/* udp/dgram.c: datagrams leave from the port group of src_qpn; to a port
+ * group of this host through its ring once it has one (shm/dgring.h). */
 int sv_dgram_send(struct sv_node *node, uint32_t src_qpn, const struct sockaddr_in *dst,
 		  const struct iovec *iov, int n);
 /* To every member of `mgid` on this host; members reached, or -errno. */

@@ -40,6 +40,9 @@ static inline size_t sv_list_count(const struct sv_list *head)
 	return n;
 }
 
+#define sv_list_for_each(pos, head) \
+	for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
+
 #define sv_list_for_each_safe(pos, tmp, head) \
 	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \
 	     (pos) = (tmp), (tmp) = (pos)->next)

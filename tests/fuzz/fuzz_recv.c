@@ -622,7 +622,7 @@ static int make_fds(struct fz_peer *p, unsigned k, int fds[3])
 		return 2;
 	case FZ_FDS_ZERO_SEG:
 		fds[0] = make_ring(p);
-		fds[1] = memfd_of(p->ring.len);  /* the ring's size, not its contents */
+		fds[1] = memfd_of(p->ring.map.len);  /* the ring's size, not its contents */
 		close(fds[0]);
 		fds[0] = fds[1];
 		fds[1] = dup(sv_seg_fd());

@@ -7,7 +7,7 @@
 #include "transport/shm/chan.h"
 #include "util/env.h"
 
-static uint32_t ring_bytes(void)
+uint32_t sv_shm_ring_bytes(void)
 {
 	uint32_t kb = (uint32_t)sv_env_int("SOFTVERBS_RING_KB", 256), sz = 4096;
 
@@ -21,69 +21,100 @@ static size_t ring_span(uint32_t size)
 	return (sizeof(struct sv_ring) + size + 4095) & ~(size_t)4095;
 }
 
-static void chan_layout(struct sv_shm_chan *ch, uint32_t size, bool connector)
+struct sv_ring *sv_shm_ring_at(const struct sv_shm_map *m, unsigned i)
 {
-	struct sv_ring *r0 = ch->base, *r1 = (void *)((char *)ch->base + ring_span(size));
+	return (void *)((char *)m->base + i * ring_span(m->size));
+}
 
-	ch->tx = connector ? r0 : r1;
-	ch->rx = connector ? r1 : r0;
-	ch->size = size;
+int sv_shm_rings_create(struct sv_shm_map *m, unsigned n, const char *name)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC);
+
+	m->size = sv_shm_ring_bytes();
+	m->len = n * ring_span(m->size);
+	m->base = NULL;
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, m->len)) {
+		close(fd);
+		return -errno;
+	}
+	m->base = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m->base == MAP_FAILED) {
+		m->base = NULL;
+		close(fd);
+		return -errno;
+	}
+	for (unsigned i = 0; i < n; i++)
+		sv_ring_init(sv_shm_ring_at(m, i), m->size);
+	return fd;
+}
+
+int sv_shm_rings_attach(struct sv_shm_map *m, int fd, unsigned n)
+{
+	struct stat st;
+	struct sv_ring *r0;
+
+	m->base = NULL;
+	if (fstat(fd, &st) || st.st_size < (off_t)(n * sizeof(struct sv_ring)))
+		return -EINVAL;
+	m->len = st.st_size;
+	m->base = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m->base == MAP_FAILED) {
+		m->base = NULL;
+		return -errno;
+	}
+	r0 = m->base;
+	m->size = r0->size;
+	/* Validate what the peer wrote before trusting it. */
+	if (r0->magic != SV_RING_MAGIC || !m->size || (m->size & (m->size - 1)) ||
+	    n * ring_span(m->size) != m->len)
+		goto bad;
+	for (unsigned i = 1; i < n; i++) {
+		struct sv_ring *r = sv_shm_ring_at(m, i);
+
+		if (r->magic != SV_RING_MAGIC || r->size != m->size)
+			goto bad;
+	}
+	return 0;
+bad:
+	sv_shm_rings_unmap(m);
+	return -EINVAL;
+}
+
+void sv_shm_rings_unmap(struct sv_shm_map *m)
+{
+	if (m->base)
+		munmap(m->base, m->len);
+	m->base = NULL;
+}
+
+static void chan_layout(struct sv_shm_chan *ch, bool connector)
+{
+	ch->tx = sv_shm_ring_at(&ch->map, connector ? 0 : 1);
+	ch->rx = sv_shm_ring_at(&ch->map, connector ? 1 : 0);
+	ch->size = ch->map.size;
 }
 
 int sv_shm_chan_create(struct sv_shm_chan *ch)
 {
-	uint32_t size = ring_bytes();
-	int fd = memfd_create("softverbs-channel", MFD_CLOEXEC);
+	int fd = sv_shm_rings_create(&ch->map, 2, "softverbs-channel");
 
-	ch->len = 2 * ring_span(size);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, ch->len)) {
-		close(fd);
-		return -errno;
-	}
-	ch->base = mmap(NULL, ch->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (ch->base == MAP_FAILED) {
-		close(fd);
-		return -errno;
-	}
-	sv_ring_init(ch->base, size);
-	sv_ring_init((void *)((char *)ch->base + ring_span(size)), size);
-	chan_layout(ch, size, true);
+	if (fd >= 0)
+		chan_layout(ch, true);
 	return fd;
 }
 
 int sv_shm_chan_attach(struct sv_shm_chan *ch, int fd)
 {
-	struct stat st;
-	struct sv_ring *r0;
-	uint32_t size;
+	int ret = sv_shm_rings_attach(&ch->map, fd, 2);
 
-	if (fstat(fd, &st) || st.st_size < (off_t)(2 * sizeof(struct sv_ring)))
-		return -EINVAL;
-	ch->len = st.st_size;
-	ch->base = mmap(NULL, ch->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (ch->base == MAP_FAILED)
-		return -errno;
-	r0 = ch->base;
-	size = r0->size;
-	/* Validate what the peer wrote before trusting it. */
-	if (r0->magic != SV_RING_MAGIC || !size || (size & (size - 1)) ||
-	    2 * ring_span(size) != ch->len) {
-		munmap(ch->base, ch->len);
-		return -EINVAL;
-	}
-	chan_layout(ch, size, false);
-	if (ch->tx->magic != SV_RING_MAGIC || ch->tx->size != size) {
-		munmap(ch->base, ch->len);
-		return -EINVAL;
-	}
-	return 0;
+	if (!ret)
+		chan_layout(ch, false);
+	return ret;
 }
 
 void sv_shm_chan_destroy(struct sv_shm_chan *ch)
 {
-	if (ch->base)
-		munmap(ch->base, ch->len);
-	ch->base = NULL;
+	sv_shm_rings_unmap(&ch->map);
 }

@@ -1,15 +1,30 @@
-/* A same-host channel's shared memory: two rings of records in one memfd. */
+/* Shared-memory rings in a memfd: a same-host channel's two, a UD ring's
+ * one (dgring.c). */
 #ifndef SV_SHM_CHAN_H
 #define SV_SHM_CHAN_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "transport/shm/ring.h"
 
-struct sv_shm_chan {
+/* Rings of one size side by side in one memfd, mapped. */
+struct sv_shm_map {
 	void *base;
 	size_t len;
+	uint32_t size;               /* each ring's data bytes, validated at attach */
+};
+
+uint32_t sv_shm_ring_bytes(void);            /* SOFTVERBS_RING_KB */
+/* n new rings in a new memfd (returned), or a peer's n rings in its memfd. */
+int sv_shm_rings_create(struct sv_shm_map *m, unsigned n, const char *name);
+int sv_shm_rings_attach(struct sv_shm_map *m, int fd, unsigned n);
+struct sv_ring *sv_shm_ring_at(const struct sv_shm_map *m, unsigned i);
+void sv_shm_rings_unmap(struct sv_shm_map *m);
+
+struct sv_shm_chan {
+	struct sv_shm_map map;
 	struct sv_ring *tx, *rx;
 	uint32_t size;               /* ring data size, validated at attach */
 	uint64_t tx_head_seen;       /* the consumer's position, as we last read it */

@@ -92,7 +92,7 @@ uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello)
 
 bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bool pull_wanted)
 {
-	if ((ack->flags & SV_WF_SHM) && c->shm.base && c->n_rx_fds >= 1 && sv_conn_same_user(c)) {
+	if ((ack->flags & SV_WF_SHM) && c->shm.map.base && c->n_rx_fds >= 1 && sv_conn_same_user(c)) {
 		take_wake(c, 1);
 		c->peer_seg = sv_seg_map(c->rx_fds[0]);
 		if (c->peer_seg) {

@@ -53,6 +53,11 @@ bool sv_ring_has_input(const struct sv_ring *r, uint32_t size)
 	return record_at(r, size, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE)) != 0;
 }
 
+uint32_t sv_ring_record_len(const struct sv_ring *r, uint32_t size)
+{
+	return (uint32_t)record_at(r, size, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE));
+}
+
 /* Record space from the producer's point of view, given the consumer's
  * position `head`: the line past the last record stays free (above). */
 static uint64_t space(uint64_t head, uint64_t tail, uint32_t size)
@@ -103,6 +108,18 @@ static void clear_ahead(struct sv_ring *r, uint32_t size, uint64_t next, uint64_
 	for (uint64_t pos = next; pos < to; pos += SV_RING_LINE)
 		__atomic_store_n(word_at(r, size, pos), 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->cleared, to, __ATOMIC_RELAXED);
+}
+
+bool sv_ring_fits(struct sv_ring *r, uint32_t size, size_t len, uint64_t *head_seen)
+{
+	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
+
+	if (len > max_len(size))
+		return false;
+	if (space(*head_seen, tail, size) >= rec_span(len))
+		return true;
+	*head_seen = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+	return space(*head_seen, tail, size) >= rec_span(len);
 }
 
 size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n,

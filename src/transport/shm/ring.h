@@ -68,8 +68,15 @@ void sv_ring_init(struct sv_ring *r, uint32_t size);
 /* Consumer: is a record at its position?  (One it has begun to read is
  * still there: a record leaves when its last byte is read.)  Any thread. */
 bool sv_ring_has_input(const struct sv_ring *r, uint32_t size);
+/* Consumer: the length of the record at its position (0: none yet), for a
+ * reader of whole records (datagrams), which reads it with one
+ * sv_ring_read of exactly that many bytes. */
+uint32_t sv_ring_record_len(const struct sv_ring *r, uint32_t size);
 /* Producer: could a write take at least one byte now? */
 bool sv_ring_writable(const struct sv_ring *r, uint32_t size);
+/* Producer: would a record of `len` bytes fit whole now?  (A datagram is
+ * written whole or not at all.) */
+bool sv_ring_fits(struct sv_ring *r, uint32_t size, size_t len, uint64_t *head_seen);
 /* Copy up to the iovecs' total into / out of the ring; returns bytes moved.
  * The producer keeps its own copy of the consumer's position (*head_seen)
  * and reads the shared one only when that copy says the ring is too full:

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "transport/shm/dgring.h"
 #include "transport/transport.h"
 #include "transport/unix/mcast.h"
 
@@ -27,6 +28,9 @@ int sv_dgram_send(struct sv_node *node, uint32_t src_qpn, const struct sockaddr_
 	/* Same host resolves to loopback, but UDP sockets hold only the device address. */
 	if (is_loopback(to.sin_addr))
 		to.sin_addr = node->addr;
+	if (to.sin_addr.s_addr == node->addr.s_addr &&
+	    sv_dgring_send(node, g->port, ntohs(to.sin_port), iov, n))
+		return 0;
 	/* UD is unreliable: a full socket buffer drops the datagram, like a fabric. */
 	if (sendmsg(g->udp_h.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
 	    errno != EAGAIN && errno != ECONNREFUSED)

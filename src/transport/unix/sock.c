@@ -19,16 +19,11 @@ socklen_t sv_unix_name(struct sockaddr_un *sa, const char *prefix, uint32_t port
 	return offsetof(struct sockaddr_un, sun_path) + 1 + n;
 }
 
-static socklen_t unix_name(struct sockaddr_un *sa, uint16_t port)
-{
-	return sv_unix_name(sa, "softverbs.", port);
-}
-
-int sv_unix_listen(uint16_t port)
+int sv_unix_listen_on(const char *prefix, uint16_t port, int type)
 {
 	struct sockaddr_un sa;
-	socklen_t len = unix_name(&sa, port);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	socklen_t len = sv_unix_name(&sa, prefix, port);
+	int fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
@@ -41,11 +36,11 @@ int sv_unix_listen(uint16_t port)
 	return fd;
 }
 
-int sv_unix_connect(uint16_t port)
+int sv_unix_connect_to(const char *prefix, uint16_t port, int type)
 {
 	struct sockaddr_un sa;
-	socklen_t len = unix_name(&sa, port);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	socklen_t len = sv_unix_name(&sa, prefix, port);
+	int fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
@@ -56,6 +51,16 @@ int sv_unix_connect(uint16_t port)
 		return -e;
 	}
 	return fd;
+}
+
+int sv_unix_listen(uint16_t port)
+{
+	return sv_unix_listen_on("softverbs.", port, SOCK_STREAM);
+}
+
+int sv_unix_connect(uint16_t port)
+{
+	return sv_unix_connect_to("softverbs.", port, SOCK_STREAM);
 }
 
 ssize_t sv_unix_send(int fd, const struct iovec *iov, int n, const int *fds, int nfds)

@@ -17,6 +17,10 @@
  * the address length to bind or connect with. */
 socklen_t sv_unix_name(struct sockaddr_un *sa, const char *prefix, uint32_t port);
 
+/* A listener on, or a connection to, "<prefix><port>" of socket `type`;
+ * the two below are the same-host channels' (SOCK_STREAM, "softverbs."). */
+int sv_unix_listen_on(const char *prefix, uint16_t port, int type);
+int sv_unix_connect_to(const char *prefix, uint16_t port, int type);
 int sv_unix_listen(uint16_t port);
 int sv_unix_connect(uint16_t port);
 /* sendmsg/recvmsg with up to 4 descriptors; recv stores received fds in
