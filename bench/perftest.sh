@@ -8,6 +8,7 @@
 #       for 8 and 64 B also MsgRate [Mpps]
 #   send_lat_ev                             ib_send_lat -e: both sides sleep
 #       on a completion channel (how servers wait), t_typical, us
+#   send_lat_ud, send_bw_ud                 -c UD (key of its rate: send_ud_rate)
 # WHERE is "host" (server and client on 127.0.0.1) or "veth" (server in
 # test host svb-a, client in svb-b connecting to 10.78.0.1, each with its own
 # /dev/shm and /tmp: softverbs sees two hosts and uses its TCP channels).
@@ -41,11 +42,12 @@ sv_pt() {  # WHERE TEST SIZE
   local where=$1 test=$2 size=$3 kind unit key prog nopt n sns="" cns="" addr=127.0.0.1 tmo v rkey=""
   local tool=${SV_TOOL:-sv} base=$test extra=()
   if [[ $test == *_ev ]]; then base=${test%_ev} extra=(-e); fi
+  if [[ $test == *_ud ]]; then base=${test%_ud} extra=(-c UD); fi
   kind=${base#*_}
   prog=ib_$base
   key=$tool/$where/$test/$size
   if [[ $kind == lat ]]; then unit=us tmo=30; else unit=MiB/s tmo=40; fi
-  ((size <= 64)) && [[ $kind == bw ]] && rkey=$tool/$where/${test%_bw}_rate/$size
+  ((size <= 64)) && [[ $kind == bw ]] && rkey=$tool/$where/${test/_bw/}_rate/$size
   if ! command -v "$prog" >/dev/null; then
     bench_fail "$key" "$unit" "$prog not installed (Debian package perftest)"
     return
@@ -119,6 +121,11 @@ fam_sv() {  # WHERE
     for s in $BENCH_LAT_SIZES; do sv_pt_ab "$1" "$t" "$s"; done
   done
   sv_pt_ab "$1" send_lat_ev 8
+  # UD between processes of one host, through their rings (issue 17's target)
+  if [[ $1 == host ]]; then
+    sv_pt_ab "$1" send_lat_ud 8
+    sv_pt_ab "$1" send_bw_ud 8
+  fi
   for t in send_bw write_bw read_bw; do
     for s in $BENCH_BW_SIZES; do sv_pt_ab "$1" "$t" "$s"; done
   done

@@ -163,6 +163,8 @@ ref_of() {  # sv/WHERE/TEST/SIZE
     case $test in
       send_lat|write_lat) REF=ucx-posix/host/tag_lat/$size REFLABEL="UCX posix tag_lat" ;;
       send_lat_ev|rc_pingpong_ev|qperf_rc_lat) REF=shm/host/eventfd_lat/$size REFLABEL="eventfd ping-pong, both asleep" ;;
+      send_lat_ud) REF=sv/host/send_lat/$size REFLABEL="ib_send_lat (RC)" ;;
+      send_ud_rate) REF=sv/host/send_rate/$size REFLABEL="ib_send_bw (RC) msg rate" ;;
       fi_rdm) REF=sv/host/fi_msg/$size REFLABEL="fi_pingpong -p verbs -e msg" ;;
       fi_msg) REF=fi-shm/host/pingpong/$size REFLABEL="fi_pingpong shm" ;;
       read_lat) REF=ucx-posix/host/tag_lat/$size REFLABEL="2 × UCX posix tag_lat (round trip)" REFF=2 ;;
@@ -217,7 +219,7 @@ bench_versions() {
 pt_rows() {
   local where test size
   for where in host veth; do
-    for test in send_lat send_lat_ev rc_pingpong_ev qperf_rc_lat fi_rdm fi_msg write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
+    for test in send_lat send_lat_ev send_lat_ud send_ud_rate rc_pingpong_ev qperf_rc_lat fi_rdm fi_msg write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
       for size in 8 64 4096 65536 1048576; do echo "$where $test $size"; done
     done
   done
@@ -226,6 +228,8 @@ pt_rows() {
 # A perftest row's name for people.
 pt_name() {  # TEST
   case $1 in
+    send_ud_rate) echo "ib_send_bw -c UD msg rate" ;;
+    *_ud) echo "ib_${1%_ud} -c UD" ;;
     *_rate) echo "ib_${1%_rate}_bw msg rate" ;;
     rc_pingpong_ev) echo "ibv_rc_pingpong -e" ;;
     qperf_rc_lat) echo "qperf rc_lat" ;;
@@ -323,6 +327,10 @@ bench_report() {  # OUT.md
       target "same host $(pt_name "$t") 8 B vs an eventfd ping-pong" "sv/host/$t/8" shm/host/eventfd_lat/8 \
              "eventfd ping-pong, both asleep" le 1.5
     done
+    target "same host ib_send_lat -c UD 8 B vs RC" sv/host/send_lat_ud/8 sv/host/send_lat/8 \
+           "ib_send_lat (RC)" le 2
+    target "same host ib_send_bw -c UD -s 8 message rate vs RC" sv/host/send_ud_rate/8 sv/host/send_rate/8 \
+           "ib_send_bw (RC) msg rate" ge 0.5
     target "idle: $BENCH_IDLE_QPS connected QPs, ${BENCH_IDLE_SECONDS} s" "idle/host/cpu_pct/$BENCH_IDLE_QPS" "" "" le 0.5
     echo
     echo "Targets: $TARGETS_PASS passed, $TARGETS_FAIL failed, $TARGETS_NA without a value." \

@@ -10,9 +10,13 @@
  *   forge_attacker ask PORT DST SRC
  *     Ask QP DST, claiming to be SRC, whether it opened a channel with a
  *     guessed nonce; prints "verify_yes N closed N".
- *   forge_attacker listen PORT
+ *   forge_attacker listen PORT [ud]
  *     Bind the softverbs unix name of PORT, as if a QP lived there, accept
- *     one channel, read its HELLO and print "fds N" (descriptors it passed).
+ *     one channel, read its HELLO and print "fds N" (descriptors it passed;
+ *     -1: none, it closed).  With "ud", the name where UD rings are offered.
+ *   forge_attacker udoffer PORT
+ *     Offer the port group PORT a UD ring, as a process of its own user
+ *     would, and print "answered N" (1: it took the ring).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,11 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "sec.h"
+#include "transport/shm/ring.h"
 
 static unsigned long arg(char **argv, int i)
 {
@@ -149,9 +155,11 @@ static int recv_fds(int fd, void *buf, size_t len)
 static int do_listen(char **argv)
 {
 	uint16_t port = (uint16_t)arg(argv, 2);
+	bool ud = argv[3] && !strcmp(argv[3], "ud");
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int l = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "softverbs.%u", port);
-	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), fd, n;
+	int l = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, ud ? "softverbs.ud.%u" : "softverbs.%u",
+			 port);
+	int lfd = socket(AF_UNIX, (ud ? SOCK_SEQPACKET : SOCK_STREAM) | SOCK_CLOEXEC, 0), fd, n;
 	struct sv_wire_hdr h;
 
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&a,
@@ -172,6 +180,61 @@ static int do_listen(char **argv)
 	return 0;
 }
 
+/* A memfd that maps as one valid UD ring of 4 KiB. */
+static int ring_memfd(void)
+{
+	size_t len = (sizeof(struct sv_ring) + 4096 + 4095) & ~(size_t)4095;
+	int fd = memfd_create("stranger-ring", MFD_CLOEXEC);
+	struct sv_ring *r;
+
+	if (fd < 0 || ftruncate(fd, (off_t)len))
+		return -1;
+	r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (r == MAP_FAILED)
+		return -1;
+	r->magic = SV_RING_MAGIC;
+	r->size = 4096;
+	r->cleared = 4096;
+	munmap(r, len);
+	return fd;
+}
+
+static int do_udoffer(char **argv)
+{
+	uint16_t port = (uint16_t)arg(argv, 2);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int l = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "softverbs.ud.%u", port);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), mfd = ring_memfd();
+	uint32_t hello[2] = { 0x53564447u, port }, ack[2];
+	union { char b[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
+	struct iovec iov = { hello, sizeof(hello) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	memset(&u, 0, sizeof(u));
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &mfd, sizeof(int));
+	if (fd < 0 || mfd < 0 ||
+	    connect(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + l))) {
+		printf("connect failed %d\n", errno);
+		return 0;
+	}
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0) {
+		/* closed at once: refused before it read anything */
+		if (errno == EPIPE || errno == ECONNRESET)
+			printf("answered 0\n");
+		else
+			printf("send failed %d\n", errno);
+		return 0;
+	}
+	printf("answered %d\n", poll(&p, 1, 5000) == 1 && recv(fd, ack, sizeof(ack), 0) == sizeof(ack));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -182,6 +245,8 @@ int main(int argc, char **argv)
 		return do_ask(argv);
 	if (argc >= 3 && !strcmp(argv[1], "listen"))
 		return do_listen(argv);
+	if (argc >= 3 && !strcmp(argv[1], "udoffer"))
+		return do_udoffer(argv);
 	fprintf(stderr, "usage: see the comment at the top of forge_attacker.c\n");
 	return 2;
 }
