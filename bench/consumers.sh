@@ -12,6 +12,7 @@
 #                    usec/xfer (one-way, the mean) of 100,000 transfers: rxm
 #                    connects and fills its buffer pools on the first one,
 #                    inside the timed loop (tens of ms on this VM)
+#   fi_dgram         fi_pingpong -p verbs -e dgram (UD), the same way
 # Sourced by run.sh (needs lib.sh).
 # Sourced: SRV and CLI are bench_pair's.
 # shellcheck disable=SC2034
@@ -61,7 +62,7 @@ ev_qperf() {
   consumer_row sv/host/qperf_rc_lat/8 qperf qperf qperf_us
 }
 
-fi_verbs() {  # EP (rdm|msg)
+fi_verbs() {  # EP (rdm|msg|dgram)
   bench_next_port
   SRV=(env "LD_LIBRARY_PATH=$SV_LIB" fi_pingpong -p verbs -e "$1" -I 100000 -S 8 -B "$PORT")
   CLI=(env "LD_LIBRARY_PATH=$SV_LIB" fi_pingpong -p verbs -e "$1" -I 100000 -S 8 -P "$PORT" 127.0.0.1)
@@ -74,4 +75,5 @@ fam_consumers() {
   ev_qperf
   fi_verbs rdm
   fi_verbs msg
+  fi_verbs dgram
 }

@@ -167,6 +167,7 @@ ref_of() {  # sv/WHERE/TEST/SIZE
       send_ud_rate) REF=sv/host/send_rate/$size REFLABEL="ib_send_bw (RC) msg rate" ;;
       fi_rdm) REF=sv/host/fi_msg/$size REFLABEL="fi_pingpong -p verbs -e msg" ;;
       fi_msg) REF=fi-shm/host/pingpong/$size REFLABEL="fi_pingpong shm" ;;
+      fi_dgram) REF=sv/host/send_lat_ud/$size REFLABEL="ib_send_lat -c UD" ;;
       read_lat) REF=ucx-posix/host/tag_lat/$size REFLABEL="2 × UCX posix tag_lat (round trip)" REFF=2 ;;
       *_bw) REF=ucx-posix/host/tag_bw/$size REFLABEL="UCX posix tag_bw" ;;
       *_rate) REF=ucx-posix/host/tag_rate/$size REFLABEL="UCX posix tag_bw msg rate" ;;
@@ -219,7 +220,7 @@ bench_versions() {
 pt_rows() {
   local where test size
   for where in host veth; do
-    for test in send_lat send_lat_ev send_lat_ud send_ud_rate rc_pingpong_ev qperf_rc_lat fi_rdm fi_msg write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
+    for test in send_lat send_lat_ev send_lat_ud send_ud_rate rc_pingpong_ev qperf_rc_lat fi_rdm fi_msg fi_dgram write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
       for size in 8 64 4096 65536 1048576; do echo "$where $test $size"; done
     done
   done
@@ -233,7 +234,7 @@ pt_name() {  # TEST
     *_rate) echo "ib_${1%_rate}_bw msg rate" ;;
     rc_pingpong_ev) echo "ibv_rc_pingpong -e" ;;
     qperf_rc_lat) echo "qperf rc_lat" ;;
-    fi_rdm|fi_msg) echo "fi_pingpong -p verbs -e ${1#fi_}" ;;
+    fi_rdm|fi_msg|fi_dgram) echo "fi_pingpong -p verbs -e ${1#fi_}" ;;
     *_ev) echo "ib_${1%_ev} -e" ;;
     *) echo "ib_$1" ;;
   esac
@@ -323,6 +324,8 @@ bench_report() {  # OUT.md
     target "same host ib_write_bw -s 8 message rate" sv/host/write_rate/8 "" "" ge 5
     target "same host fi_pingpong -p verbs -e rdm 8 B vs -e msg" sv/host/fi_rdm/8 sv/host/fi_msg/8 \
            "fi_pingpong -p verbs -e msg" le 2
+    target "same host fi_pingpong -p verbs -e dgram 8 B vs UD ib_send_lat" sv/host/fi_dgram/8 sv/host/send_lat_ud/8 \
+           "ib_send_lat -c UD" le 2
     for t in send_lat_ev rc_pingpong_ev qperf_rc_lat; do
       target "same host $(pt_name "$t") 8 B vs an eventfd ping-pong" "sv/host/$t/8" shm/host/eventfd_lat/8 \
              "eventfd ping-pong, both asleep" le 1.5
