@@ -285,27 +285,35 @@ static int run_timers(struct sv_node *node)
  * that already hold data.  Writers skip the doorbell while an application
  * thread of ours is polling (by its stamp, which they look at by the clock
  * only now and then), so the sleep is bounded while rings exist:
- * SV_SHM_MAX_SLEEP_MS, or the longer SV_SHM_IDLE_SLEEP_MS once no
- * application thread has polled for as long (a process with rings and
- * nothing to do wakes less often: each wake-up looks at every ring;
- * docs/measurements.md, 'Ring sleep bound'). */
+ * SV_SHM_MAX_SLEEP_MS.  Once no application thread has polled for
+ * SV_SHM_IDLE_MS, the stamp is cleared first (0: "asleep", writers ring
+ * without looking further), and the bound, left for a doorbell lost to a
+ * writer that read the stamp just before, is the longer
+ * SV_SHM_IDLE_SLEEP_MS: each wake-up looks at every ring
+ * (docs/measurements.md, 'Ring sleep bound'). */
 #define SV_SHM_MAX_SLEEP_MS 5
-#define SV_SHM_IDLE_SLEEP_MS 20
+#define SV_SHM_IDLE_MS 20
+#define SV_SHM_IDLE_SLEEP_MS 50
 
-static int ring_sleep_bound(void)
+/* Has no application thread polled for SV_SHM_IDLE_MS?  Then the stamp
+ * says so (unless a poll stamped it meanwhile). */
+static bool rings_idle(void)
 {
 	struct sv_seg *self = sv_seg_self();
 	uint64_t last = self ? __atomic_load_n(&self->last_poll_ns, __ATOMIC_RELAXED) : 0;
 
-	if (last && sv_now_ns() - last < SV_SHM_IDLE_SLEEP_MS * 1000000ull)
-		return SV_SHM_MAX_SLEEP_MS;
-	return SV_SHM_IDLE_SLEEP_MS;
+	if (!last)
+		return true;
+	if (sv_now_ns() - last < SV_SHM_IDLE_MS * 1000000ull)
+		return false;
+	return __atomic_compare_exchange_n(&self->last_poll_ns, &last, 0, false, __ATOMIC_SEQ_CST,
+					   __ATOMIC_RELAXED);
 }
 
 static int serve_rings(struct sv_node *node, int timeout)
 {
 	struct sv_conn *ready[64];
-	bool any;
+	bool any, idle = rings_idle();  /* before the writers are asked */
 	int n = sv_conn_shm_arm_all(node, ready, 64, &any), served = 0;
 	uint64_t now = sv_now_ns();
 
@@ -326,7 +334,7 @@ static int serve_rings(struct sv_node *node, int timeout)
 			return 1;
 	}
 	if (any) {
-		int bound = ring_sleep_bound();
+		int bound = idle ? SV_SHM_IDLE_SLEEP_MS : SV_SHM_MAX_SLEEP_MS;
 
 		if (timeout < 0 || timeout > bound)
 			return bound;
