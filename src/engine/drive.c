@@ -617,6 +617,23 @@ static bool hot_read(struct sv_cq *cq)
 	return true;
 }
 
+/* UD: read this host's rings; and when the CQ's only sockets are its
+ * port groups' UDP ones (datagrams from other hosts), ask epoll only every
+ * SV_HOT_EVERY-th poll, as hot_read does.  True when epoll is left out. */
+static bool dgram_rings_read(struct sv_node *node, struct sv_cq *cq)
+{
+	uint8_t buf[SV_UDP_BUF];
+	uint32_t k;
+
+	if (!__atomic_load_n(&cq->dgram_socks, __ATOMIC_RELAXED) || !sv_dgram_poll(node, buf) ||
+	    __atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED) !=
+	    __atomic_load_n(&cq->dgram_socks, __ATOMIC_RELAXED))
+		return false;
+	k = __atomic_load_n(&cq->dgram_polls, __ATOMIC_RELAXED) + 1;
+	__atomic_store_n(&cq->dgram_polls, k, __ATOMIC_RELAXED);
+	return k % SV_HOT_EVERY != 0;
+}
+
 void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 {
 	struct epoll_event evs[16];
@@ -632,14 +649,9 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 		rings_arm(cq, false);
 	if (__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE))
 		drive_rings(cq);
-	if (__atomic_load_n(&cq->dgram, __ATOMIC_RELAXED)) {
-		uint8_t buf[SV_UDP_BUF];
-
-		sv_dgram_poll(node, buf);
-	}
 	n = 0;
 	if (__atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED)) {
-		if (!hot_read(cq))
+		if (!hot_read(cq) && !dgram_rings_read(node, cq))
 			n = epoll_wait(cq->drive_fd, evs, 16, 0);
 		/* next to a system call the clock is cheap: a fresh stamp keeps
 		 * the progress thread from ending a live spin (spin_reap) */
@@ -669,7 +681,7 @@ void sv_engine_stop_polling(struct sv_cq *cq)
 		__atomic_store_n(&self->last_poll_ns, 0, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE))
 		rings_arm(cq, true);
-	if (__atomic_load_n(&cq->dgram, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&cq->dgram_socks, __ATOMIC_RELAXED))
 		sv_dgram_stop_polling(to_sctx(cq->ibcq.context)->node);
 }
 
@@ -697,7 +709,8 @@ void sv_engine_drive_register_dgram(struct sv_qp *qp)
 	struct sv_pgroup *g = sv_node_group_of(node, qp->ibqp.qp_base.qp_num);
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uintptr_t)g | 1 };
 
-	if (g && !epoll_ctl(qp->rcq->drive_fd, EPOLL_CTL_ADD, g->udp_h.fd, &ev))
+	if (g && !epoll_ctl(qp->rcq->drive_fd, EPOLL_CTL_ADD, g->udp_h.fd, &ev)) {
+		__atomic_add_fetch(&qp->rcq->dgram_socks, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&qp->rcq->drive_socks, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&qp->rcq->dgram, true, __ATOMIC_RELAXED);
+	}
 }

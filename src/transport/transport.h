@@ -351,7 +351,7 @@ void sv_dgram_on_ready(struct sv_handler *h, uint32_t events);
 /* shm/dgring.c: datagrams from processes of this host wait in rings; a
  * poller of a CQ with UD QPs drains them (buf: SV_UDP_BUF), and says when
  * it stops polling, so that their writers ring for the progress thread. */
-void sv_dgram_poll(struct sv_node *node, uint8_t *buf);
+bool sv_dgram_poll(struct sv_node *node, uint8_t *buf);   /* false: no rings */
 void sv_dgram_stop_polling(struct sv_node *node);
 
 /* udp/dgram.c: datagrams leave from the port group of src_qpn; to a port

@@ -115,7 +115,8 @@ struct sv_cq {
 	int refcnt;                  /* QPs using it */
 	int drive_fd;                /* epoll set of channels completing here */
 	int drive_socks;             /* sockets in it: 0 spares pollers the syscall */
-	bool dgram;                  /* a UD QP completes receives here */
+	int dgram_socks;             /* of drive_socks, port groups' UDP sockets (UD QPs) */
+	uint32_t dgram_polls;        /* polls that read UD rings without asking epoll */
 	uint32_t polls;              /* polls, to stamp last_poll_ns now and then */
 	uint32_t posts;              /* posts to its QPs, to stamp the segment (drive.c) */
 	uint64_t last_poll_ns;       /* an application thread polled it (0: went to sleep) */

@@ -71,6 +71,7 @@ struct sv_dgrings {
 	struct sv_list accepted;     /* inbound sockets, up or not (progress thread) */
 	int naccepted;
 	uint64_t polled_ns;          /* a poller drained `in` then (0: it stopped) */
+	uint32_t polls;              /* pollers' looks, to stamp polled_ns now and then */
 };
 
 struct sv_dgrings *sv_dgrings_new(void)
@@ -161,17 +162,23 @@ static void drain_all(struct sv_dgrings *d, uint8_t *buf)
 		drain_one(sv_container_of(pos, struct dg_in, link), buf);
 }
 
-void sv_dgram_poll(struct sv_node *node, uint8_t *buf)
+bool sv_dgram_poll(struct sv_node *node, uint8_t *buf)
 {
 	struct sv_dgrings *d = node->dgr;
+	uint32_t k;
 
 	if (!d || !__atomic_load_n(&d->nin, __ATOMIC_RELAXED))
-		return;
-	__atomic_store_n(&d->polled_ns, sv_now_ns(), __ATOMIC_RELAXED);
+		return false;
+	/* the clock costs more than a look at the rings: stamp now and then */
+	k = __atomic_load_n(&d->polls, __ATOMIC_RELAXED) + 1;
+	__atomic_store_n(&d->polls, k, __ATOMIC_RELAXED);
+	if (!(k % 16))
+		__atomic_store_n(&d->polled_ns, sv_now_ns(), __ATOMIC_RELAXED);
 	if (pthread_mutex_trylock(&d->rx_lock))
-		return;                             /* someone drains them now */
+		return true;                        /* someone drains them now */
 	drain_all(d, buf);
 	pthread_mutex_unlock(&d->rx_lock);
+	return true;
 }
 
 /* rx_lock held: writers ring from now on; what they wrote before is read
