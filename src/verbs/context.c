@@ -88,9 +88,13 @@ static int sv_query_device_ex(struct ibv_context *context,
 	ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
 	ex.max_dm_size = 0;
 	ex.raw_packet_caps = 0;
-	/* No on-demand paging yet: zero caps keep ODP users (pyverbs, perftest --odp) off it. */
+	/* Every MR follows the page tables (verbs/mr.c): ODP, implicit too, for
+	 * every operation of every transport but XRC, which there is not. */
 	ex.xrc_odp_caps = 0;
-	ex.odp_caps.general_caps = 0;
+	ex.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	ex.odp_caps.per_transport_caps.rc_odp_caps = SV_ODP_RC;
+	ex.odp_caps.per_transport_caps.uc_odp_caps = SV_ODP_UC;
+	ex.odp_caps.per_transport_caps.ud_odp_caps = SV_ODP_UD;
 	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
 	ex.pci_atomic_caps.fetch_add = 0;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
@@ -234,6 +238,7 @@ static void set_verbs_ops(struct verbs_context *v)
 {
 	v->query_port = sv_query_port;
 	v->query_device_ex = sv_query_device_ex;
+	v->advise_mr = sv_advise_mr;
 	v->query_rt_values = sv_query_rt_values;
 	v->create_cq_ex = sv_create_cq_ex;
 	v->create_qp_ex = sv_create_qp_ex;

@@ -10,13 +10,21 @@
  * ibv_dereg_mr (write lock) returns only once no copy into that region is
  * in progress; later accesses fail the lookup, and translations the engine
  * kept from before see the epoch moved and look again (engine/place.c).
+ *
+ * On-demand paging: a software device never pins, so every MR already
+ * follows the process's page tables as an ODP MR must, except one whose
+ * pages same-host peers map (mrmap): ODP MRs are never moved there.  An
+ * implicit ODP MR (addr NULL, length SIZE_MAX) covers the whole address
+ * space.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/api.h"
 #include "verbs/sv.h"
@@ -29,7 +37,7 @@ uint32_t sv_mr_epoch;
 
 #define SV_MR_MANDATORY_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 	IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | \
-	IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB)
+	IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)
 
 /* Kernels without getrandom(2): the clock's low bits, weak but never 0-only. */
 static void fallback_random(uint8_t *p, size_t n)
@@ -98,14 +106,21 @@ void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t l
 		return NULL;
 	if (addr < mr->iova || len > mr->ibmr.length || addr - mr->iova > mr->ibmr.length - len)
 		return NULL;
-	return (uint8_t *)mr->ibmr.addr + (addr - mr->iova);
+	/* (an implicit ODP MR's addr is NULL: no pointer arithmetic on it) */
+	return (void *)((uintptr_t)mr->ibmr.addr + (addr - mr->iova));
 }
 
 /* Memory same-host peers may map: with remote rights for one-sided
- * operations, without them for the large SENDs they pull from us. */
-static struct sv_mrmap *share(void *addr, size_t length)
+ * operations, without them for the large SENDs they pull from us.  Not an
+ * ODP MR's: the application may remap its pages, which the MR follows. */
+static struct sv_mrmap *share(void *addr, size_t length, unsigned int access)
 {
-	return sv_engine_mr_share(addr, length);
+	return (access & IBV_ACCESS_ON_DEMAND) ? NULL : sv_engine_mr_share(addr, length);
+}
+
+static bool is_implicit(const void *addr, size_t length, unsigned int access)
+{
+	return (access & IBV_ACCESS_ON_DEMAND) && !addr && length == SIZE_MAX;
 }
 
 static int table_insert(struct sv_mr *mr)
@@ -146,9 +161,6 @@ static int check_access(unsigned int access)
 {
 	unsigned int mandatory = access & ~IBV_ACCESS_OPTIONAL_RANGE;
 
-	/* No on-demand paging (odp_caps are zero): the kernel's answer for such a device. */
-	if (access & IBV_ACCESS_ON_DEMAND)
-		return EOPNOTSUPP;
 	if (mandatory & ~SV_MR_MANDATORY_ACCESS)
 		return EINVAL;
 	/* Remote write or atomic rights need local write (ibv_reg_mr(3)). */
@@ -163,9 +175,13 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 {
 	struct sv_mr *mr;
 	int err = check_access(access);
+	bool implicit = is_implicit(addr, length, access);
 
-	if (!err && !addr && length)
+	if (!err && !addr && length && !implicit)
 		err = EFAULT;
+	/* huge pages are for explicit ODP only; an implicit MR has no base */
+	if (!err && implicit && (access & (IBV_ACCESS_HUGETLB | IBV_ACCESS_ZERO_BASED)))
+		err = EINVAL;
 	if (err) {
 		errno = err;
 		return NULL;
@@ -180,8 +196,8 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 	mr->ibmr.addr = addr;
 	mr->ibmr.length = length;
 	mr->access = access;
-	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
-	mr->share = share(addr, length);
+	mr->iova = (access & IBV_ACCESS_ZERO_BASED) || implicit ? 0 : iova;
+	mr->share = share(addr, length, access);
 	pthread_rwlock_wrlock(&mr_lock);
 	err = table_insert(mr);
 	pthread_rwlock_unlock(&mr_lock);
@@ -220,6 +236,8 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 		 size_t length, int access)
 {
 	struct sv_mr *mr = to_smr(ibmr);
+	bool odp_changed = (flags & IBV_REREG_MR_CHANGE_ACCESS) &&
+			   ((unsigned int)access ^ mr->access) & IBV_ACCESS_ON_DEMAND;
 
 	if (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED || !flags)
 		return IBV_REREG_MR_ERR_INPUT;
@@ -243,8 +261,10 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 	}
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		mr->access = access;
-	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
-		mr->share = share(mr->ibmr.addr, mr->ibmr.length);
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) || odp_changed) {
+		sv_engine_mr_unshare(mr->share);    /* an ODP MR is never shared */
+		mr->share = share(mr->ibmr.addr, mr->ibmr.length, mr->access);
+	}
 	if (flags & IBV_REREG_MR_CHANGE_PD) {
 		sv_pd_put(mr->ibmr.pd);
 		sv_pd_get(pd);
@@ -274,4 +294,62 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	sv_pd_put(mr->ibmr.pd);
 	free(mr);
 	return 0;
+}
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* Make [addr, addr + len) present, writable too with `write`: 0, or
+ * EFAULT where it is not (all) mapped so.  A kernel without
+ * MADV_POPULATE_* (before 5.14), or a mapping it cannot populate, gets no
+ * prefetch: advice is best effort. */
+static int prefetch(uintptr_t addr, uint64_t len, bool write)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = addr & ~(page - 1);
+	uint64_t span = (addr - start + len + page - 1) & ~((uint64_t)page - 1);
+
+	if (!len || !madvise((void *)start, span, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ))
+		return 0;
+	return errno == ENOMEM || errno == EFAULT ? EFAULT : 0;
+}
+
+/* ibv_advise_mr(3): every SGE in an ODP MR of `pd` (EINVAL otherwise),
+ * within it and with the right (EFAULT; EPERM: PREFETCH_WRITE to memory
+ * without local write).  Prefetching makes the pages present (readable, or
+ * writable), which here is all it can mean; without FLUSH it is done all
+ * the same, before the call returns. */
+int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		 struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	int err = 0;
+
+	if (!pd || (flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) || !num_sge || !sg_list ||
+	    (advice != IBV_ADVISE_MR_ADVICE_PREFETCH &&
+	     advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	     advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT))
+		return EINVAL;
+	pthread_rwlock_rdlock(&mr_lock);
+	for (uint32_t i = 0; i < num_sge && !err; i++) {
+		uint32_t slot = sg_list[i].lkey >> 8;
+		struct sv_mr *mr = slot < mr_slots && mr_tag[slot] == (sg_list[i].lkey & 0xff) ?
+				   mr_table[slot] : NULL;
+
+		if (!mr || mr->ibmr.pd != pd)
+			err = EFAULT;
+		else if (!(mr->access & IBV_ACCESS_ON_DEMAND))
+			err = EINVAL;
+		else if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+			 !(mr->access & IBV_ACCESS_LOCAL_WRITE))
+			err = EPERM;
+		else if (!sv_mr_translate(pd, sg_list[i].lkey, sg_list[i].addr, sg_list[i].length,
+					  SV_LOCAL_READ))
+			err = EFAULT;
+		else if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+			err = prefetch(sg_list[i].addr, sg_list[i].length,
+				       advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE);
+	}
+	pthread_rwlock_unlock(&mr_lock);
+	return err;
 }

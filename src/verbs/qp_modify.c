@@ -111,8 +111,13 @@ static int type_index(enum ibv_qp_type t)
 /* Values the device cannot take, whatever the transition. */
 static int check_values(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 {
+	/* What remote peers may do is the REMOTE_* bits; the other access flags
+	 * (an MR's, such as ON_DEMAND, as rdma-core's tests pass them) mean
+	 * nothing to a QP and are taken as the kernel takes them. */
 	const unsigned int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+				 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+				 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND |
+				 IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE;
 
 	if ((mask & IBV_QP_PORT) && a->port_num != 1)
 		return EINVAL;

@@ -45,6 +45,10 @@
 /* A controlled Q_Key: only CAP_NET_RAW sets it on a QP; a send naming one uses the QP's own. */
 #define SV_QKEY_CONTROLLED 0x80000000u
 #define SV_PKEY_DEFAULT   0xffff
+/* What ODP MRs serve, per transport (query_device_ex; verbs/mr.c). */
+#define SV_ODP_UD (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV)
+#define SV_ODP_UC (SV_ODP_UD | IBV_ODP_SUPPORT_WRITE)
+#define SV_ODP_RC (SV_ODP_UC | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC)
 
 struct sv_node;
 struct sv_conn;
@@ -395,6 +399,8 @@ void sv_mr_unlock(void);
  * of `pd` if it has the rights for `dir`, else NULL.  len 0 always passes. */
 void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len,
 		      enum sv_access_dir dir);
+int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		 struct ibv_sge *sg_list, uint32_t num_sge);
 /* Moves (under the write lock) at every deregistration and re-registration:
  * a translation kept from an older epoch is checked again before its
  * memory is touched (engine/place.c).  Read with the MR lock held. */
