@@ -99,7 +99,7 @@ void sv_engine_mr_publish(const struct sv_mr *mr)
 
 	sv_mrmap_describe(mr->share, &map.fd, &map.addr, &map.len, &map.ino);
 	sv_seg_mr_publish(mr->index, mr->ibmr.rkey, mr->access, to_spd(mr->ibmr.pd)->id,
-			  (uintptr_t)mr->ibmr.addr, mr->ibmr.length, mr->iova, &map);
+			  (uintptr_t)mr->base, mr->ibmr.length, mr->iova, &map);
 }
 
 void sv_engine_mr_retract(struct sv_node *node, uint32_t slot)

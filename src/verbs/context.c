@@ -86,7 +86,7 @@ static int sv_query_device_ex(struct ibv_context *context,
 	ex.completion_timestamp_mask = UINT64_MAX;
 	ex.hca_core_clock = 1000000;           /* kHz: timestamps are nanoseconds */
 	ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
-	ex.max_dm_size = 0;
+	ex.max_dm_size = SV_DM_MAX_SIZE;     /* per process (verbs/dm.c) */
 	ex.raw_packet_caps = 0;
 	/* Every MR follows the page tables (verbs/mr.c): ODP, implicit too, for
 	 * every operation of every transport but XRC, which there is not. */
@@ -239,6 +239,9 @@ static void set_verbs_ops(struct verbs_context *v)
 	v->query_port = sv_query_port;
 	v->query_device_ex = sv_query_device_ex;
 	v->advise_mr = sv_advise_mr;
+	v->alloc_dm = sv_alloc_dm;
+	v->free_dm = sv_free_dm;
+	v->reg_dm_mr = sv_reg_dm_mr;
 	v->query_rt_values = sv_query_rt_values;
 	v->create_cq_ex = sv_create_cq_ex;
 	v->create_qp_ex = sv_create_qp_ex;

@@ -106,8 +106,8 @@ void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t l
 		return NULL;
 	if (addr < mr->iova || len > mr->ibmr.length || addr - mr->iova > mr->ibmr.length - len)
 		return NULL;
-	/* (an implicit ODP MR's addr is NULL: no pointer arithmetic on it) */
-	return (void *)((uintptr_t)mr->ibmr.addr + (addr - mr->iova));
+	/* (an implicit ODP MR's base is NULL: no pointer arithmetic on it) */
+	return (void *)((uintptr_t)mr->base + (addr - mr->iova));
 }
 
 /* Memory same-host peers may map: with remote rights for one-sided
@@ -170,14 +170,16 @@ static int check_access(unsigned int access)
 	return 0;
 }
 
-struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
-				uint64_t iova, unsigned int access)
+/* An MR over `length` bytes at `base`, shown to the application at `addr`
+ * (a DM MR shows NULL: its SGEs are offsets). */
+struct ibv_mr *sv_reg_mr_at(struct ibv_pd *pd, void *addr, void *base, size_t length,
+			    uint64_t iova, unsigned int access)
 {
 	struct sv_mr *mr;
 	int err = check_access(access);
-	bool implicit = is_implicit(addr, length, access);
+	bool implicit = is_implicit(base, length, access);
 
-	if (!err && !addr && length && !implicit)
+	if (!err && !base && length && !implicit)
 		err = EFAULT;
 	/* huge pages are for explicit ODP only; an implicit MR has no base */
 	if (!err && implicit && (access & (IBV_ACCESS_HUGETLB | IBV_ACCESS_ZERO_BASED)))
@@ -194,10 +196,11 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 	mr->ibmr.context = pd->context;
 	mr->ibmr.pd = pd;
 	mr->ibmr.addr = addr;
+	mr->base = base;
 	mr->ibmr.length = length;
 	mr->access = access;
 	mr->iova = (access & IBV_ACCESS_ZERO_BASED) || implicit ? 0 : iova;
-	mr->share = share(addr, length, access);
+	mr->share = share(base, length, access);
 	pthread_rwlock_wrlock(&mr_lock);
 	err = table_insert(mr);
 	pthread_rwlock_unlock(&mr_lock);
@@ -209,6 +212,12 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 	}
 	sv_pd_get(pd);
 	return &mr->ibmr;
+}
+
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+				uint64_t iova, unsigned int access)
+{
+	return sv_reg_mr_at(pd, addr, addr, length, iova, access);
 }
 
 #undef ibv_reg_mr
@@ -247,6 +256,8 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 		return IBV_REREG_MR_ERR_INPUT;
 	if ((flags & IBV_REREG_MR_CHANGE_PD) && !pd)
 		return IBV_REREG_MR_ERR_INPUT;
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && mr->dm)
+		return IBV_REREG_MR_ERR_INPUT;      /* device memory stays device memory */
 
 	/* The write lock keeps our own engine out while memory moves; peers
 	 * are out first, whatever changes. */
@@ -255,7 +266,7 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		sv_engine_mr_unshare(mr->share);
 		mr->share = NULL;
-		mr->ibmr.addr = addr;
+		mr->ibmr.addr = mr->base = addr;
 		mr->ibmr.length = length;
 		mr->iova = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : (uintptr_t)addr;
 	}
@@ -263,7 +274,7 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 		mr->access = access;
 	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) || odp_changed) {
 		sv_engine_mr_unshare(mr->share);    /* an ODP MR is never shared */
-		mr->share = share(mr->ibmr.addr, mr->ibmr.length, mr->access);
+		mr->share = share(mr->base, mr->ibmr.length, mr->access);
 	}
 	if (flags & IBV_REREG_MR_CHANGE_PD) {
 		sv_pd_put(mr->ibmr.pd);
@@ -292,6 +303,8 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	withdraw(mr);
 	sv_engine_mr_unshare(mr->share);
 	sv_pd_put(mr->ibmr.pd);
+	if (mr->dm)
+		sv_dm_put(mr->dm);
 	free(mr);
 	return 0;
 }

@@ -52,6 +52,7 @@
 
 struct sv_node;
 struct sv_conn;
+struct sv_dm;
 
 struct sv_device {
 	struct ibv_device ibdev;
@@ -80,6 +81,8 @@ struct sv_pd {
 
 struct sv_mr {
 	struct ibv_mr ibmr;
+	uint8_t *base;               /* its bytes here: ibmr.addr, but a DM MR's is NULL */
+	struct sv_dm *dm;            /* registered on device memory (verbs/dm.c) */
 	unsigned int access;
 	uint64_t iova;               /* address the keys are valid for */
 	uint32_t index;              /* slot in the MR table */
@@ -401,6 +404,15 @@ void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t l
 		      enum sv_access_dir dir);
 int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		 struct ibv_sge *sg_list, uint32_t num_sge);
+struct ibv_mr *sv_reg_mr_at(struct ibv_pd *pd, void *addr, void *base, size_t length,
+			    uint64_t iova, unsigned int access);
+/* Device memory (verbs/dm.c): an MR on it holds it. */
+#define SV_DM_MAX_SIZE (256u * 1024)
+struct ibv_dm *sv_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *attr);
+int sv_free_dm(struct ibv_dm *dm);
+struct ibv_mr *sv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t offset, size_t length,
+			    unsigned int access);
+void sv_dm_put(struct sv_dm *dm);
 /* Moves (under the write lock) at every deregistration and re-registration:
  * a translation kept from an older epoch is checked again before its
  * memory is touched (engine/place.c).  Read with the MR lock held. */
