@@ -240,6 +240,9 @@ static void set_verbs_ops(struct verbs_context *v)
 	v->query_device_ex = sv_query_device_ex;
 	v->advise_mr = sv_advise_mr;
 	v->alloc_dm = sv_alloc_dm;
+	v->alloc_parent_domain = sv_alloc_parent_domain;
+	v->alloc_td = sv_alloc_td;
+	v->dealloc_td = sv_dealloc_td;
 	v->free_dm = sv_free_dm;
 	v->reg_dm_mr = sv_reg_dm_mr;
 	v->query_rt_values = sv_query_rt_values;

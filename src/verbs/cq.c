@@ -292,6 +292,11 @@ static struct sv_cq *cq_create(struct ibv_context *context, struct ibv_cq_init_a
 		err = EOPNOTSUPP;
 	else if (a->wc_flags & ~(uint64_t)SV_CQ_SUP_WC_FLAGS)
 		err = EOPNOTSUPP;
+	/* a parent domain, not a plain PD (ibv_create_cq_ex(3)) */
+	else if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+		 (!a->parent_domain || !to_spd(a->parent_domain)->protection ||
+		  a->parent_domain->context != context))
+		err = EINVAL;
 	if (err) {
 		errno = err;
 		return NULL;
@@ -322,6 +327,10 @@ static struct sv_cq *cq_create(struct ibv_context *context, struct ibv_cq_init_a
 	sv_cq_init_ex_ops(cq);
 	if (a->channel)
 		sv_channel_add(cq);
+	if (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		cq->parent_domain = a->parent_domain;
+		sv_pd_get(cq->parent_domain);
+	}
 	return cq;
 }
 
@@ -396,6 +405,8 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	sv_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed,
 		      &cq->async_reported);
 	sv_engine_cq_del(to_sctx(ibcq->context)->node, cq);
+	if (cq->parent_domain)
+		sv_pd_put(cq->parent_domain);
 	pthread_mutex_destroy(&cq->lock);
 	close(cq->drive_fd);
 	free(cq->rings);

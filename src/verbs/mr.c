@@ -102,7 +102,7 @@ void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t l
 	if (slot >= mr_slots || mr_tag[slot] != (key & 0xff))
 		return NULL;
 	mr = mr_table[slot];
-	if (!mr || mr->ibmr.pd != pd || !access_ok(mr->access, dir))
+	if (!mr || to_spd(mr->ibmr.pd)->id != to_spd(pd)->id || !access_ok(mr->access, dir))
 		return NULL;
 	if (addr < mr->iova || len > mr->ibmr.length || addr - mr->iova > mr->ibmr.length - len)
 		return NULL;
@@ -349,7 +349,7 @@ int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t f
 		struct sv_mr *mr = slot < mr_slots && mr_tag[slot] == (sg_list[i].lkey & 0xff) ?
 				   mr_table[slot] : NULL;
 
-		if (!mr || mr->ibmr.pd != pd)
+		if (!mr || to_spd(mr->ibmr.pd)->id != to_spd(pd)->id)
 			err = EFAULT;
 		else if (!(mr->access & IBV_ACCESS_ON_DEMAND))
 			err = EINVAL;

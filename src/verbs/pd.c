@@ -1,12 +1,13 @@
-/* Protection domains. */
+/* Protection domains, and parent domains and thread domains
+ * (ibv_alloc_parent_domain(3), ibv_alloc_td(3)). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "verbs/sv.h"
 
-struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+static struct sv_pd *pd_new(struct ibv_context *context)
 {
-	static uint32_t next_id = 1;
 	struct sv_pd *pd = calloc(1, sizeof(*pd));
 
 	if (!pd) {
@@ -14,15 +15,31 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 		return NULL;
 	}
 	pd->ibpd.context = context;
+	return pd;
+}
+
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	static uint32_t next_id = 1;
+	struct sv_pd *pd = pd_new(context);
+
+	if (!pd)
+		return NULL;
 	pd->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
 	return &pd->ibpd;
 }
 
-int ibv_dealloc_pd(struct ibv_pd *pd)
+int ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
-	if (__atomic_load_n(&to_spd(pd)->refcnt, __ATOMIC_ACQUIRE))
+	struct sv_pd *pd = to_spd(ibpd);
+
+	if (__atomic_load_n(&pd->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
-	free(to_spd(pd));
+	if (pd->protection)
+		sv_pd_put(&pd->protection->ibpd);
+	if (pd->td)
+		__atomic_sub_fetch(&pd->td->refcnt, 1, __ATOMIC_RELEASE);
+	free(pd);
 	return 0;
 }
 
@@ -34,4 +51,101 @@ void sv_pd_get(struct ibv_pd *pd)
 void sv_pd_put(struct ibv_pd *pd)
 {
 	__atomic_sub_fetch(&to_spd(pd)->refcnt, 1, __ATOMIC_RELEASE);
+}
+
+/* ---- parent domains ---- */
+
+#define SV_PD_ATTR_MASK (IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | \
+			 IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+
+struct ibv_pd *sv_alloc_parent_domain(struct ibv_context *ctx,
+				      struct ibv_parent_domain_init_attr *attr)
+{
+	struct sv_pd *pd, *prot;
+
+	if (!attr || !attr->pd || (attr->comp_mask & ~(uint32_t)SV_PD_ATTR_MASK) ||
+	    attr->pd->context != ctx || to_spd(attr->pd)->protection ||
+	    (attr->td && attr->td->context != ctx) ||
+	    ((attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) &&
+	     (!attr->alloc || !attr->free))) {
+		errno = EINVAL;                   /* a parent of a parent: no */
+		return NULL;
+	}
+	pd = pd_new(ctx);
+	if (!pd)
+		return NULL;
+	prot = to_spd(attr->pd);
+	pd->protection = prot;
+	pd->id = prot->id;
+	sv_pd_get(&prot->ibpd);
+	if (attr->td) {
+		pd->td = (struct sv_td *)attr->td;
+		__atomic_add_fetch(&pd->td->refcnt, 1, __ATOMIC_RELEASE);
+	}
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) {
+		pd->alloc = attr->alloc;
+		pd->free = attr->free;
+	}
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+		pd->pd_context = attr->pd_context;
+	return &pd->ibpd;
+}
+
+#define SV_PD_BUF_ALIGN 64
+
+void *sv_pd_buf_alloc(struct ibv_pd *ibpd, size_t size, enum sv_pd_resource type, bool *custom)
+{
+	struct sv_pd *pd = to_spd(ibpd);
+	void *p;
+
+	*custom = false;
+	if (pd->alloc) {
+		p = pd->alloc(ibpd, pd->pd_context, size, SV_PD_BUF_ALIGN, type);
+		if (p != IBV_ALLOCATOR_USE_DEFAULT) {
+			*custom = p != NULL;
+			if (p)
+				memset(p, 0, size);
+			return p;
+		}
+	}
+	return calloc(1, size);
+}
+
+void sv_pd_buf_free(struct ibv_pd *ibpd, void *buf, enum sv_pd_resource type, bool custom)
+{
+	struct sv_pd *pd = to_spd(ibpd);
+
+	if (custom)
+		pd->free(ibpd, pd->pd_context, buf, type);
+	else
+		free(buf);
+}
+
+/* ---- thread domains: every object here is safe for threads anyway ---- */
+
+struct ibv_td *sv_alloc_td(struct ibv_context *ctx, struct ibv_td_init_attr *attr)
+{
+	struct sv_td *td;
+
+	if (!attr || attr->comp_mask) {
+		errno = EINVAL;
+		return NULL;
+	}
+	td = calloc(1, sizeof(*td));
+	if (!td) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	td->ibtd.context = ctx;
+	return &td->ibtd;
+}
+
+int sv_dealloc_td(struct ibv_td *ibtd)
+{
+	struct sv_td *td = (struct sv_td *)ibtd;
+
+	if (__atomic_load_n(&td->refcnt, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	free(td);
+	return 0;
 }

@@ -100,7 +100,7 @@ static int check_caps(struct ibv_qp_init_attr_ex *a)
 	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | \
 	IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 
-static int sq_init(struct sv_sq *sq, struct ibv_qp_cap *c)
+static int sq_init(struct sv_sq *sq, struct ibv_qp_cap *c, struct ibv_pd *pd)
 {
 	sq->max_wr = c->max_send_wr ? c->max_send_wr : 1;
 	sq->max_sge = c->max_send_sge ? c->max_send_sge : 1;
@@ -109,7 +109,8 @@ static int sq_init(struct sv_sq *sq, struct ibv_qp_cap *c)
 	sq->stride = (sizeof(struct sv_swqe) + sq->max_sge * sizeof(struct sv_sge) +
 		      sq->max_inline + 7) & ~7u;
 	sq->mask = sv_ring_slots(sq->max_wr) - 1;
-	sq->buf = calloc((size_t)sq->mask + 1, sq->stride);
+	sq->buf = sv_pd_buf_alloc(pd, ((size_t)sq->mask + 1) * sq->stride, SV_RES_QP_SQ,
+				  &sq->buf_custom);
 	return sq->buf ? 0 : ENOMEM;
 }
 
@@ -129,13 +130,14 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 		errno = ENOMEM;
 		return NULL;
 	}
-	err = sq_init(&qp->sq, &a->cap);
+	err = sq_init(&qp->sq, &a->cap, a->pd);
 	if (!err && !a->srq)
-		err = sv_rq_init(&qp->rq, a->cap.max_recv_wr, a->cap.max_recv_sge);
+		err = sv_rq_init(&qp->rq, a->cap.max_recv_wr, a->cap.max_recv_sge, a->pd);
 	if (!err)
 		err = sv_engine_qpn_alloc(node, &qpn);
 	if (err) {
-		free(qp->sq.buf);
+		if (qp->sq.buf)
+			sv_pd_buf_free(a->pd, qp->sq.buf, SV_RES_QP_SQ, qp->sq.buf_custom);
 		sv_rq_free(&qp->rq);
 		free(qp);
 		errno = err;
@@ -293,7 +295,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->srq)
 		__atomic_sub_fetch(&qp->srq->refcnt, 1, __ATOMIC_RELEASE);
 	sv_pd_put(ibqp->pd);
-	free(qp->sq.buf);
+	sv_pd_buf_free(ibqp->pd, qp->sq.buf, SV_RES_QP_SQ, qp->sq.buf_custom);
 	sv_rq_free(&qp->rq);
 	pthread_mutex_destroy(&qp->lock);
 	free(qp);

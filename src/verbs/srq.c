@@ -6,21 +6,29 @@
 #include "verbs/ops.h"
 #include "verbs/sv.h"
 
-int sv_rq_init(struct sv_rq *rq, uint32_t max_wr, uint32_t max_sge)
+int sv_rq_init(struct sv_rq *rq, uint32_t max_wr, uint32_t max_sge, struct ibv_pd *pd)
 {
+	bool custom = false;
+
 	rq->max_wr = max_wr ? max_wr : 1;
 	rq->max_sge = max_sge ? max_sge : 1;
 	rq->stride = sizeof(struct sv_rwqe) + rq->max_sge * sizeof(struct sv_sge);
 	rq->head = rq->tail = 0;
 	rq->mask = sv_ring_slots(rq->max_wr) - 1;
-	rq->buf = calloc((size_t)rq->mask + 1, rq->stride);
+	rq->buf = pd ? sv_pd_buf_alloc(pd, ((size_t)rq->mask + 1) * rq->stride, SV_RES_QP_RQ, &custom)
+		     : calloc((size_t)rq->mask + 1, rq->stride);
+	rq->buf_pd = custom ? pd : NULL;
 	return rq->buf ? 0 : ENOMEM;
 }
 
 void sv_rq_free(struct sv_rq *rq)
 {
-	free(rq->buf);
+	if (rq->buf_pd)
+		sv_pd_buf_free(rq->buf_pd, rq->buf, SV_RES_QP_RQ, true);
+	else
+		free(rq->buf);
 	rq->buf = NULL;
+	rq->buf_pd = NULL;
 }
 
 /* ibv_post_recv(3): stop at the first bad WR; the ones before it stay posted. */
@@ -113,7 +121,7 @@ static struct sv_srq *srq_create(struct ibv_pd *pd, struct ibv_srq_attr *attr, v
 		return NULL;
 	}
 	srq = calloc(1, sizeof(*srq));
-	if (!srq || sv_rq_init(&srq->rq, attr->max_wr, attr->max_sge)) {
+	if (!srq || sv_rq_init(&srq->rq, attr->max_wr, attr->max_sge, NULL)) {
 		free(srq);
 		errno = ENOMEM;
 		return NULL;
@@ -175,7 +183,7 @@ int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 			ret = EINVAL;
 			goto out;
 		}
-		if (sv_rq_init(&nrq, attr->max_wr, srq->rq.max_sge)) {
+		if (sv_rq_init(&nrq, attr->max_wr, srq->rq.max_sge, NULL)) {
 			ret = ENOMEM;
 			goto out;
 		}

@@ -75,9 +75,39 @@ struct sv_context {
 
 struct sv_pd {
 	struct ibv_pd ibpd;
-	uint32_t id;                 /* process-unique, published with MRs */
-	int refcnt;                  /* MRs, QPs, SRQs, AHs using it */
+	uint32_t id;                 /* process-unique, published with MRs; a parent
+				      * domain has its protection domain's */
+	int refcnt;                  /* MRs, QPs, SRQs, AHs, parent domains using it */
+	/* a parent domain (ibv_alloc_parent_domain(3)): interchangeable with
+	 * `protection`, whose id it has; QP buffers come from its allocator */
+	struct sv_pd *protection;
+	struct sv_td *td;
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
+		       uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t resource_type);
+	void *pd_context;
 };
+
+struct sv_td {
+	struct ibv_td ibtd;
+	int refcnt;                  /* parent domains using it */
+};
+
+/* What a parent domain's allocator is asked for (resource_type: no driver
+ * id in the upper 32 bits, ours below). */
+enum sv_pd_resource {
+	SV_RES_QP_SQ = 1,
+	SV_RES_QP_RQ = 2,
+};
+/* A zeroed buffer for `pd`'s object: its parent domain's allocator if it
+ * has one (*custom then says so: give it back with sv_pd_buf_free), else
+ * calloc. */
+void *sv_pd_buf_alloc(struct ibv_pd *pd, size_t size, enum sv_pd_resource type, bool *custom);
+void sv_pd_buf_free(struct ibv_pd *pd, void *buf, enum sv_pd_resource type, bool custom);
+struct ibv_pd *sv_alloc_parent_domain(struct ibv_context *ctx,
+				      struct ibv_parent_domain_init_attr *attr);
+struct ibv_td *sv_alloc_td(struct ibv_context *ctx, struct ibv_td_init_attr *attr);
+int sv_dealloc_td(struct ibv_td *td);
 
 struct sv_mr {
 	struct ibv_mr ibmr;
@@ -120,6 +150,7 @@ struct sv_cq {
 	uint64_t batch_ts[16];
 	uint32_t batch_n, batch_i;
 	int refcnt;                  /* QPs using it */
+	struct ibv_pd *parent_domain;    /* created with one (IBV_CQ_INIT_ATTR_MASK_PD) */
 	int drive_fd;                /* epoll set of channels completing here */
 	int drive_socks;             /* sockets in it: 0 spares pollers the syscall */
 	int dgram_socks;             /* of drive_socks, port groups' UDP sockets (UD QPs) */
@@ -177,6 +208,7 @@ static inline uint32_t sv_ring_slots(uint32_t n)
 /* A ring of receive WQEs with a fixed stride. */
 struct sv_rq {
 	uint8_t *buf;
+	struct ibv_pd *buf_pd;       /* its parent domain's allocator gave buf (else NULL) */
 	uint32_t max_wr, max_sge, stride;
 	uint32_t mask;               /* slots - 1 */
 	uint32_t head, tail;         /* consume at head, post at tail (free-running) */
@@ -234,6 +266,7 @@ struct sv_swqe {
 
 struct sv_sq {
 	uint8_t *buf;
+	bool buf_custom;             /* from the QP's parent domain's allocator */
 	uint32_t max_wr, max_sge, max_inline, stride;
 	uint32_t mask;               /* slots - 1 (sv_ring_slots) */
 	uint32_t head;               /* oldest not completed */
@@ -437,7 +470,8 @@ void sv_cq_clean_qp(struct sv_qp *qp);
 void sv_cq_init_ex_ops(struct sv_cq *cq);
 
 /* srq.c */
-int sv_rq_init(struct sv_rq *rq, uint32_t max_wr, uint32_t max_sge);
+/* `pd`: a QP's (its parent domain's allocator may give the buffer), or NULL. */
+int sv_rq_init(struct sv_rq *rq, uint32_t max_wr, uint32_t max_sge, struct ibv_pd *pd);
 void sv_rq_free(struct sv_rq *rq);
 int sv_rq_post(struct sv_rq *rq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 /* Take one receive WQE from the QP's RQ or SRQ into `out`; false if none. */
