@@ -5,7 +5,9 @@
  *     is what carried them (it is mapped: /proc/self/maps);
  *   - a receiver asleep on its completion channel is woken for each one;
  *   - a flood at a receiver without receives loses datagrams, as a fabric
- *     would, never blocks the sender, and the pair still talks after it. */
+ *     would, never blocks the sender, and the pair still talks after it;
+ *   - datagrams sent right before the sender exits all arrive, as they
+ *     would from a socket buffer (the ring outlives its writer). */
 #include "common.h"
 
 #include <stdio.h>
@@ -226,6 +228,72 @@ static void parent_floods(struct t_side *s)
 	parent_pp(s);
 }
 
+#define LAST 64
+#define WARM 50
+
+/* The child sends LAST datagrams and exits at once; the parent, which was
+ * polling (so the child's writes ring no doorbell) and then waits for the
+ * exit without polling, takes them all afterwards.  A warm-up exchange
+ * first, so that they go through the ring, not UDP while it is set up. */
+static void child_sends_last(struct t_side *s)
+{
+	struct ibv_ah *ah = peer_ah(s);
+
+	for (int i = 0; i < WARM; i++) {
+		t_sync(s->fd);
+		send_to(s, ah, 100, 200);
+		CHECK_STATUS(t_wc(s->e.cq, 5000), IBV_WC_SUCCESS);
+		t_sync(s->fd);
+	}
+	t_sync(s->fd);
+	for (int i = 0; i < LAST; i++) {
+		send_to(s, ah, 100, (uint8_t)i);
+		CHECK_STATUS(t_wc(s->e.cq, 5000), IBV_WC_SUCCESS);
+	}
+	CHECK_OK(ibv_destroy_ah(ah));
+}
+
+static void parent_takes_last(struct t_side *s)
+{
+	uint64_t until;
+	uint64_t seen = 0;
+	int got = 0;
+
+	for (int i = 0; i < WARM; i++) {
+		CHECK_OK(t_post_recv(s->e.qp, 0, s->e.buf, 40 + 100, s->e.mr->lkey));
+		t_sync(s->fd);
+		CHECK_STATUS(t_wc(s->e.cq, 5000), IBV_WC_SUCCESS);
+		t_sleep_ms(1);
+		t_sync(s->fd);
+	}
+	for (int i = 0; i < LAST; i++)
+		CHECK_OK(t_post_recv(s->e.qp, (uint64_t)i, s->e.buf + (size_t)i * 256, 40 + 100,
+				     s->e.mr->lkey));
+	until = t_now_ms() + 20;
+	while (t_now_ms() < until) {                 /* a poller, as fi_pingpong's */
+		struct ibv_wc wc;
+
+		CHECK_EQ(ibv_poll_cq(s->e.cq, 1, &wc), 0);
+	}
+	t_sync(s->fd);
+	CHECK_EQ(t_side_reap(s, 10000), 0);          /* gone before we look */
+	until = t_now_ms() + 5000;
+	while (got < LAST && t_now_ms() < until) {
+		struct ibv_wc wc;
+		uint8_t *p;
+
+		if (ibv_poll_cq(s->e.cq, 1, &wc) != 1)
+			continue;
+		CHECK_STATUS(wc, IBV_WC_SUCCESS);
+		p = s->e.buf + wc.wr_id * 256 + 40;
+		CHECK(p[0] < LAST && !(seen & (1ull << p[0])));   /* each once (any order: UD) */
+		CHECK(t_check_fill(p, 100, p[0]));
+		seen |= 1ull << p[0];
+		got++;
+	}
+	CHECK_EQ(got, LAST);
+}
+
 int main(int argc, char **argv)
 {
 	struct t_opts o, oc;
@@ -235,6 +303,7 @@ int main(int argc, char **argv)
 	o.qkey = 0x11111111;
 	o.buf_len = 64 * 1024;
 	o.max_send_wr = 128;
+	o.max_recv_wr = 128;
 	oc = o;
 	if (!only || only == 1)
 		CHECK_EQ(t_two_procs(&o, &o, 40, 30000, parent_pp, child_pp, NULL), 0);
@@ -243,5 +312,7 @@ int main(int argc, char **argv)
 		CHECK_EQ(t_two_procs(&o, &oc, 40, 30000, parent_wakes, child_sleeps, NULL), 0);
 	if (!only || only == 3)
 		CHECK_EQ(t_two_procs(&o, &o, 40, 30000, parent_floods, child_flooded, NULL), 0);
+	if (!only || only == 4)
+		CHECK_EQ(t_two_procs(&o, &o, 40, 30000, parent_takes_last, child_sends_last, NULL), 0);
 	return 0;
 }

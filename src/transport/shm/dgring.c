@@ -153,6 +153,13 @@ static void drain_one(struct dg_in *in, uint8_t *buf)
 	}
 }
 
+/* rx_lock held: every record of a ring whose writer is gone. */
+static void drain_left(struct dg_in *in, uint8_t *buf)
+{
+	while (sv_ring_record_len(sv_shm_ring_at(&in->map, 0), in->map.size))
+		drain_one(in, buf);
+}
+
 /* rx_lock held */
 static void drain_all(struct sv_dgrings *d, uint8_t *buf)
 {
@@ -267,7 +274,12 @@ static void on_in(struct sv_handler *h, uint32_t events)
 	while ((r = recv(h->fd, bells, sizeof(bells), MSG_DONTWAIT)) > 0)
 		;
 	if (r == 0 || (r < 0 && errno != EAGAIN) || (events & (EPOLLHUP | EPOLLERR))) {
-		in_free(in);                         /* the sender left */
+		/* the sender left: what it wrote before is still in the ring,
+		 * as a datagram in a socket buffer outlives its sender */
+		pthread_mutex_lock(&d->rx_lock);
+		drain_left(in, in->node->udp_buf);
+		pthread_mutex_unlock(&d->rx_lock);
+		in_free(in);
 		return;
 	}
 	pthread_mutex_lock(&d->rx_lock);
