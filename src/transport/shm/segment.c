@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "transport/shm/segment.h"
@@ -54,9 +56,22 @@ struct sv_seg *sv_seg_self(void)
 	return s;
 }
 
+/* Peers' segments, mapped once per peer process however many channels it
+ * has with us: each mapping costs a resident page, 4 KiB per channel. */
+struct peer_seg {
+	struct peer_seg *next;
+	dev_t dev;
+	ino_t ino;
+	int refs;
+	const struct sv_seg *seg;
+};
+static struct peer_seg *peers;
+static pthread_mutex_t peers_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void sv_seg_forget_after_fork(void)
 {
 	pthread_mutex_init(&self_lock, NULL);
+	pthread_mutex_init(&peers_lock, NULL);
 	if (self_fd >= 0)
 		close(self_fd);
 	self = NULL;       /* the mapping stays (it is the parent's); never written */
@@ -69,7 +84,7 @@ int sv_seg_fd(void)
 	return self_fd;
 }
 
-const struct sv_seg *sv_seg_map(int fd)
+static const struct sv_seg *seg_map_new(int fd)
 {
 	struct sv_seg *s = mmap(NULL, sizeof(*s), PROT_READ, MAP_SHARED, fd, 0);   /* only read */
 
@@ -82,10 +97,51 @@ const struct sv_seg *sv_seg_map(int fd)
 	return s;
 }
 
+const struct sv_seg *sv_seg_map(int fd)
+{
+	struct peer_seg *p;
+	struct stat st;
+	const struct sv_seg *seg = NULL;
+
+	if (fstat(fd, &st))
+		return NULL;
+	pthread_mutex_lock(&peers_lock);
+	for (p = peers; p; p = p->next)
+		if (p->dev == st.st_dev && p->ino == st.st_ino)
+			break;
+	if (p) {
+		p->refs++;
+		seg = p->seg;
+	} else if ((p = calloc(1, sizeof(*p))) && (p->seg = seg_map_new(fd))) {
+		p->dev = st.st_dev;
+		p->ino = st.st_ino;
+		p->refs = 1;
+		p->next = peers;
+		peers = p;
+		seg = p->seg;
+	} else {
+		free(p);
+	}
+	pthread_mutex_unlock(&peers_lock);
+	return seg;
+}
+
 void sv_seg_unmap(const struct sv_seg *seg)
 {
-	if (seg)
-		munmap((void *)seg, sizeof(*seg));
+	struct peer_seg **pp, *p;
+
+	if (!seg)
+		return;
+	pthread_mutex_lock(&peers_lock);
+	for (pp = &peers; (p = *pp); pp = &p->next)
+		if (p->seg == seg)
+			break;
+	if (p && --p->refs == 0) {
+		*pp = p->next;
+		munmap((void *)p->seg, sizeof(*p->seg));
+		free(p);
+	}
+	pthread_mutex_unlock(&peers_lock);
 }
 
 void sv_seg_mr_publish(uint32_t slot, uint32_t key, uint32_t access, uint32_t pd,
