@@ -277,7 +277,7 @@ ucx_run() {
   # Under TSan, UCX 1.13 crashes in its own md close (uct_ib_md_close, a
   # registration handle of 0x1) once it registers the implicit ODP MR this
   # device offers; the plain and ASan suites run that path.
-  [[ ${SOFTVERBS_SANITIZE:-} == *thread* ]] && SVN_EXTRA_ENV+=(UCX_IB_REG_METHODS=rcache,direct)
+  [[ ${SOFTVERBS_SANITIZE:-} == *thread* ]] && SVN_EXTRA_ENV+=("UCX_IB_REG_METHODS=rcache,direct")
   SVN_SERVER=("$SVN_BUILD/bin/softverbs" run ucx_perftest -p 13380 "$@")
   SVN_CLIENT=("$SVN_BUILD/bin/softverbs" run ucx_perftest -p 13380 "$@" "$SVN_H1")
   SVN_SERVER_EXPECT=("")
