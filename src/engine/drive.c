@@ -600,18 +600,23 @@ static void hot_set(struct sv_cq *cq, struct sv_conn *c)
 	pthread_mutex_unlock(&cq->drive_lock);
 }
 
+/* Count a poll that could leave epoll out: false every SV_HOT_EVERY-th. */
+static bool epoll_spared(uint32_t *polls)
+{
+	uint32_t k = __atomic_load_n(polls, __ATOMIC_RELAXED) + 1;
+
+	__atomic_store_n(polls, k, __ATOMIC_RELAXED);
+	return k % SV_HOT_EVERY != 0;
+}
+
 /* Read the hot channel instead of asking epoll?  Then true. */
 static bool hot_read(struct sv_cq *cq)
 {
 	struct sv_conn *hot;
-	uint32_t k;
 
 	if (!__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED) ||
-	    !(hot = __atomic_load_n(&cq->hot, __ATOMIC_ACQUIRE)) || !one_at_a_time(hot))
-		return false;
-	k = __atomic_load_n(&cq->hot_polls, __ATOMIC_RELAXED) + 1;
-	__atomic_store_n(&cq->hot_polls, k, __ATOMIC_RELAXED);
-	if (!(k % SV_HOT_EVERY))
+	    !(hot = __atomic_load_n(&cq->hot, __ATOMIC_ACQUIRE)) || !one_at_a_time(hot) ||
+	    !epoll_spared(&cq->hot_polls))
 		return false;
 	drive_one(hot);
 	return true;
@@ -623,15 +628,11 @@ static bool hot_read(struct sv_cq *cq)
 static bool dgram_rings_read(struct sv_node *node, struct sv_cq *cq)
 {
 	uint8_t buf[SV_UDP_BUF];
-	uint32_t k;
 
-	if (!__atomic_load_n(&cq->dgram_socks, __ATOMIC_RELAXED) || !sv_dgram_poll(node, buf) ||
-	    __atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED) !=
-	    __atomic_load_n(&cq->dgram_socks, __ATOMIC_RELAXED))
-		return false;
-	k = __atomic_load_n(&cq->dgram_polls, __ATOMIC_RELAXED) + 1;
-	__atomic_store_n(&cq->dgram_polls, k, __ATOMIC_RELAXED);
-	return k % SV_HOT_EVERY != 0;
+	return __atomic_load_n(&cq->dgram_socks, __ATOMIC_RELAXED) && sv_dgram_poll(node, buf) &&
+	       __atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED) ==
+	       __atomic_load_n(&cq->dgram_socks, __ATOMIC_RELAXED) &&
+	       epoll_spared(&cq->dgram_polls);
 }
 
 void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)

@@ -91,18 +91,28 @@ static bool access_ok(unsigned int have, enum sv_access_dir dir)
 	return false;
 }
 
-void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len,
-		      enum sv_access_dir dir)
+/* With the MR lock held: the MR `key` names if it is one of `pd`'s (a
+ * parent domain is its protection domain's: they share the id). */
+static struct sv_mr *key_mr(struct ibv_pd *pd, uint32_t key)
 {
 	uint32_t slot = key >> 8;
 	struct sv_mr *mr;
 
-	if (!len)
-		return (void *)(uintptr_t)1;    /* nothing is touched */
 	if (slot >= mr_slots || mr_tag[slot] != (key & 0xff))
 		return NULL;
 	mr = mr_table[slot];
-	if (!mr || to_spd(mr->ibmr.pd)->id != to_spd(pd)->id || !access_ok(mr->access, dir))
+	return mr && to_spd(mr->ibmr.pd)->id == to_spd(pd)->id ? mr : NULL;
+}
+
+void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len,
+		      enum sv_access_dir dir)
+{
+	struct sv_mr *mr;
+
+	if (!len)
+		return (void *)(uintptr_t)1;    /* nothing is touched */
+	mr = key_mr(pd, key);
+	if (!mr || !access_ok(mr->access, dir))
 		return NULL;
 	if (addr < mr->iova || len > mr->ibmr.length || addr - mr->iova > mr->ibmr.length - len)
 		return NULL;
@@ -264,16 +274,15 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 	pthread_rwlock_wrlock(&mr_lock);
 	withdraw(mr);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-		sv_engine_mr_unshare(mr->share);
-		mr->share = NULL;
 		mr->ibmr.addr = mr->base = addr;
 		mr->ibmr.length = length;
 		mr->iova = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : (uintptr_t)addr;
 	}
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		mr->access = access;
+	/* memory that moved, or became ODP (never shared) or stopped being it */
 	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) || odp_changed) {
-		sv_engine_mr_unshare(mr->share);    /* an ODP MR is never shared */
+		sv_engine_mr_unshare(mr->share);
 		mr->share = share(mr->base, mr->ibmr.length, mr->access);
 	}
 	if (flags & IBV_REREG_MR_CHANGE_PD) {
@@ -345,11 +354,9 @@ int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t f
 		return EINVAL;
 	pthread_rwlock_rdlock(&mr_lock);
 	for (uint32_t i = 0; i < num_sge && !err; i++) {
-		uint32_t slot = sg_list[i].lkey >> 8;
-		struct sv_mr *mr = slot < mr_slots && mr_tag[slot] == (sg_list[i].lkey & 0xff) ?
-				   mr_table[slot] : NULL;
+		struct sv_mr *mr = key_mr(pd, sg_list[i].lkey);
 
-		if (!mr || to_spd(mr->ibmr.pd)->id != to_spd(pd)->id)
+		if (!mr)
 			err = EFAULT;
 		else if (!(mr->access & IBV_ACCESS_ON_DEMAND))
 			err = EINVAL;

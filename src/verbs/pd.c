@@ -93,30 +93,30 @@ struct ibv_pd *sv_alloc_parent_domain(struct ibv_context *ctx,
 
 #define SV_PD_BUF_ALIGN 64
 
-void *sv_pd_buf_alloc(struct ibv_pd *ibpd, size_t size, enum sv_pd_resource type, bool *custom)
+void *sv_pd_buf_alloc(struct ibv_pd *ibpd, size_t size, enum sv_pd_resource type,
+		      struct ibv_pd **owner)
 {
-	struct sv_pd *pd = to_spd(ibpd);
+	struct sv_pd *pd = ibpd ? to_spd(ibpd) : NULL;
 	void *p;
 
-	*custom = false;
-	if (pd->alloc) {
+	*owner = NULL;
+	if (pd && pd->alloc) {
 		p = pd->alloc(ibpd, pd->pd_context, size, SV_PD_BUF_ALIGN, type);
 		if (p != IBV_ALLOCATOR_USE_DEFAULT) {
-			*custom = p != NULL;
-			if (p)
+			if (p) {
 				memset(p, 0, size);
+				*owner = ibpd;
+			}
 			return p;
 		}
 	}
 	return calloc(1, size);
 }
 
-void sv_pd_buf_free(struct ibv_pd *ibpd, void *buf, enum sv_pd_resource type, bool custom)
+void sv_pd_buf_free(struct ibv_pd *owner, void *buf, enum sv_pd_resource type)
 {
-	struct sv_pd *pd = to_spd(ibpd);
-
-	if (custom)
-		pd->free(ibpd, pd->pd_context, buf, type);
+	if (owner)
+		to_spd(owner)->free(owner, to_spd(owner)->pd_context, buf, type);
 	else
 		free(buf);
 }

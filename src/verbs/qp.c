@@ -110,7 +110,7 @@ static int sq_init(struct sv_sq *sq, struct ibv_qp_cap *c, struct ibv_pd *pd)
 		      sq->max_inline + 7) & ~7u;
 	sq->mask = sv_ring_slots(sq->max_wr) - 1;
 	sq->buf = sv_pd_buf_alloc(pd, ((size_t)sq->mask + 1) * sq->stride, SV_RES_QP_SQ,
-				  &sq->buf_custom);
+				  &sq->buf_pd);
 	return sq->buf ? 0 : ENOMEM;
 }
 
@@ -136,8 +136,7 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 	if (!err)
 		err = sv_engine_qpn_alloc(node, &qpn);
 	if (err) {
-		if (qp->sq.buf)
-			sv_pd_buf_free(a->pd, qp->sq.buf, SV_RES_QP_SQ, qp->sq.buf_custom);
+		sv_pd_buf_free(qp->sq.buf_pd, qp->sq.buf, SV_RES_QP_SQ);
 		sv_rq_free(&qp->rq);
 		free(qp);
 		errno = err;
@@ -295,7 +294,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->srq)
 		__atomic_sub_fetch(&qp->srq->refcnt, 1, __ATOMIC_RELEASE);
 	sv_pd_put(ibqp->pd);
-	sv_pd_buf_free(ibqp->pd, qp->sq.buf, SV_RES_QP_SQ, qp->sq.buf_custom);
+	sv_pd_buf_free(qp->sq.buf_pd, qp->sq.buf, SV_RES_QP_SQ);
 	sv_rq_free(&qp->rq);
 	pthread_mutex_destroy(&qp->lock);
 	free(qp);

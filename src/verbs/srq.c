@@ -8,25 +8,19 @@
 
 int sv_rq_init(struct sv_rq *rq, uint32_t max_wr, uint32_t max_sge, struct ibv_pd *pd)
 {
-	bool custom = false;
-
 	rq->max_wr = max_wr ? max_wr : 1;
 	rq->max_sge = max_sge ? max_sge : 1;
 	rq->stride = sizeof(struct sv_rwqe) + rq->max_sge * sizeof(struct sv_sge);
 	rq->head = rq->tail = 0;
 	rq->mask = sv_ring_slots(rq->max_wr) - 1;
-	rq->buf = pd ? sv_pd_buf_alloc(pd, ((size_t)rq->mask + 1) * rq->stride, SV_RES_QP_RQ, &custom)
-		     : calloc((size_t)rq->mask + 1, rq->stride);
-	rq->buf_pd = custom ? pd : NULL;
+	rq->buf = sv_pd_buf_alloc(pd, ((size_t)rq->mask + 1) * rq->stride, SV_RES_QP_RQ,
+				  &rq->buf_pd);
 	return rq->buf ? 0 : ENOMEM;
 }
 
 void sv_rq_free(struct sv_rq *rq)
 {
-	if (rq->buf_pd)
-		sv_pd_buf_free(rq->buf_pd, rq->buf, SV_RES_QP_RQ, true);
-	else
-		free(rq->buf);
+	sv_pd_buf_free(rq->buf_pd, rq->buf, SV_RES_QP_RQ);
 	rq->buf = NULL;
 	rq->buf_pd = NULL;
 }

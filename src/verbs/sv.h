@@ -99,11 +99,12 @@ enum sv_pd_resource {
 	SV_RES_QP_SQ = 1,
 	SV_RES_QP_RQ = 2,
 };
-/* A zeroed buffer for `pd`'s object: its parent domain's allocator if it
- * has one (*custom then says so: give it back with sv_pd_buf_free), else
- * calloc. */
-void *sv_pd_buf_alloc(struct ibv_pd *pd, size_t size, enum sv_pd_resource type, bool *custom);
-void sv_pd_buf_free(struct ibv_pd *pd, void *buf, enum sv_pd_resource type, bool custom);
+/* A zeroed buffer for an object of `pd` (NULL: none): its parent domain's
+ * allocator if it has one, else calloc.  *owner says which (the parent
+ * domain, or NULL), for sv_pd_buf_free. */
+void *sv_pd_buf_alloc(struct ibv_pd *pd, size_t size, enum sv_pd_resource type,
+		      struct ibv_pd **owner);
+void sv_pd_buf_free(struct ibv_pd *owner, void *buf, enum sv_pd_resource type);
 struct ibv_pd *sv_alloc_parent_domain(struct ibv_context *ctx,
 				      struct ibv_parent_domain_init_attr *attr);
 struct ibv_td *sv_alloc_td(struct ibv_context *ctx, struct ibv_td_init_attr *attr);
@@ -266,7 +267,7 @@ struct sv_swqe {
 
 struct sv_sq {
 	uint8_t *buf;
-	bool buf_custom;             /* from the QP's parent domain's allocator */
+	struct ibv_pd *buf_pd;       /* its parent domain's allocator gave buf (else NULL) */
 	uint32_t max_wr, max_sge, max_inline, stride;
 	uint32_t mask;               /* slots - 1 (sv_ring_slots) */
 	uint32_t head;               /* oldest not completed */

@@ -246,7 +246,6 @@ static void in_hello(struct dg_in *in)
 		close(fds[i]);
 	if (r == -EAGAIN)
 		return;
-	ack.port = 0;
 	if (!ok || sv_unix_send(in->h.fd, &aiov, 1, NULL, 0) != (ssize_t)sizeof(ack)) {
 		in_free(in);
 		return;
