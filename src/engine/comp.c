@@ -17,6 +17,9 @@ static const enum ibv_wc_opcode wr_to_wc[] = {
 	[IBV_WR_RDMA_READ] = IBV_WC_RDMA_READ,
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = IBV_WC_COMP_SWAP,
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = IBV_WC_FETCH_ADD,
+	[IBV_WR_LOCAL_INV] = IBV_WC_LOCAL_INV,
+	[IBV_WR_BIND_MW] = IBV_WC_BIND_MW,
+	[IBV_WR_SEND_WITH_INV] = IBV_WC_SEND,
 };
 
 static const enum ibv_wc_status nak_status[] = {
@@ -72,7 +75,7 @@ void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
 static bool find_wqe(struct sv_qp *qp, uint32_t psn, uint32_t *idx)
 {
 	for (uint32_t i = qp->sq.head; i != qp->sq.next; i++)
-		if (sv_sq_at(&qp->sq, i)->psn == psn) {
+		if (sv_sq_at(&qp->sq, i)->psn_set && sv_sq_at(&qp->sq, i)->psn == psn) {
 			*idx = i;
 			return true;
 		}
@@ -98,6 +101,8 @@ static void on_ack(struct sv_qp *qp, uint32_t psn)
 	for (uint32_t i = qp->sq.head; i != qp->sq.next; i++) {
 		struct sv_swqe *w = sv_sq_at(&qp->sq, i);
 
+		if (!w->psn_set)
+			continue;          /* ran here (req.c run_local), took no PSN */
 		if (!sv_psn_le(w->psn, psn))
 			break;
 		if (w->state == SV_SWQE_SENT && w->opcode != IBV_WR_RDMA_READ &&
@@ -179,7 +184,7 @@ static void finish_rd_atomic(struct sv_qp *qp, const struct sv_wire_hdr *h)
 		uint64_t *dst;
 
 		sv_mr_rdlock();
-		dst = sv_mr_translate(qp->ibqp.qp_base.pd, w->sge[0].lkey, w->sge[0].addr, 8,
+		dst = sv_mr_translate(qp->ibqp.qp_base.pd, 0, w->sge[0].lkey, w->sge[0].addr, 8,
 				      SV_LOCAL_WRITE);
 		if (dst)
 			memcpy(dst, &h->data0, 8);

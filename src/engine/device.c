@@ -92,13 +92,15 @@ void sv_engine_mr_unshare(struct sv_mrmap *m)
 	sv_mrmap_unshare(m);
 }
 
-/* Same-host peers check rkeys in our segment before they access directly. */
+/* Same-host peers check rkeys in our segment before they access directly;
+ * a window's accesses they leave to us (SV_SEG_WINDOW). */
 void sv_engine_mr_publish(const struct sv_mr *mr)
 {
 	struct sv_seg_mr_map map;
 
 	sv_mrmap_describe(mr->share, &map.fd, &map.addr, &map.len, &map.ino);
-	sv_seg_mr_publish(mr->index, mr->ibmr.rkey, mr->access, to_spd(mr->ibmr.pd)->id,
+	sv_seg_mr_publish(mr->index, mr->ibmr.rkey, mr->access | (mr->mw ? SV_SEG_WINDOW : 0),
+			  to_spd(mr->ibmr.pd)->id,
 			  (uintptr_t)mr->base, mr->ibmr.length, mr->iova, &map);
 }
 

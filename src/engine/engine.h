@@ -54,6 +54,7 @@ struct sv_place {
 	uint32_t key[SV_PLACE_MAX_SEG];   /* the key and address each came from */
 	uint64_t va[SV_PLACE_MAX_SEG];
 	struct ibv_pd *pd;
+	uint32_t qpn;                /* a remote access's responder QP (0: local) */
 	uint32_t epoch;              /* the MR epoch the translation is good at */
 	uint8_t dir;                 /* enum sv_access_dir */
 	int nseg, cur;
@@ -73,7 +74,7 @@ struct sv_txframe {
 	/* a READ response: its payload seg[0] is our registered memory, checked
 	 * before each write (engine/xmit.c); mr_pd NULL for any other frame */
 	struct ibv_pd *mr_pd;
-	uint32_t mr_key, mr_epoch;
+	uint32_t mr_qpn, mr_key, mr_epoch;
 	uint64_t mr_va;
 	bool fatal;                  /* a NAK that takes the QP to ERR once written */
 };
@@ -270,7 +271,7 @@ void sv_place_reset(struct sv_place *p);
 enum ibv_wc_status sv_place_sges(struct sv_place *p, struct ibv_pd *pd,
 				 const struct sv_sge *sge, uint32_t n, enum sv_access_dir dir,
 				 size_t *total);
-bool sv_place_mr(struct sv_place *p, struct ibv_pd *pd, uint32_t key, uint64_t va,
+bool sv_place_mr(struct sv_place *p, struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t va,
 		 uint32_t len, enum sv_access_dir dir);
 size_t sv_place_left(const struct sv_place *p);
 void sv_place_advance(struct sv_place *p, size_t n);

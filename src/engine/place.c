@@ -51,8 +51,8 @@ void sv_place_advance(struct sv_place *p, size_t n)
 }
 
 /* With the MR lock held: translate the non-empty SGEs into seg[] (their
- * sources into key[] and va[] when given). */
-static enum ibv_wc_status sges_translate(struct ibv_pd *pd, const struct sv_sge *sge,
+ * sources into key[] and va[] when given); `qpn` as sv_mr_translate's. */
+static enum ibv_wc_status sges_translate(struct ibv_pd *pd, uint32_t qpn, const struct sv_sge *sge,
 					 uint32_t n, enum sv_access_dir dir, struct iovec *seg,
 					 int *nseg, size_t *total, uint32_t *key, uint64_t *va)
 {
@@ -63,7 +63,7 @@ static enum ibv_wc_status sges_translate(struct ibv_pd *pd, const struct sv_sge 
 
 		if (!sge[i].length)
 			continue;
-		p = sv_mr_translate(pd, sge[i].lkey, sge[i].addr, sge[i].length, dir);
+		p = sv_mr_translate(pd, qpn, sge[i].lkey, sge[i].addr, sge[i].length, dir);
 		if (!p)
 			return IBV_WC_LOC_PROT_ERR;
 		if (key) {
@@ -82,7 +82,7 @@ enum ibv_wc_status sv_sges_translate(struct ibv_pd *pd, const struct sv_sge *sge
 				     enum sv_access_dir dir, struct iovec *seg, int *nseg,
 				     size_t *total)
 {
-	return sges_translate(pd, sge, n, dir, seg, nseg, total, NULL, NULL);
+	return sges_translate(pd, 0, sge, n, dir, seg, nseg, total, NULL, NULL);
 }
 
 enum ibv_wc_status sv_sges_to_place(struct ibv_pd *pd, const struct sv_sge *sge, uint32_t n,
@@ -97,29 +97,37 @@ enum ibv_wc_status sv_sges_to_place(struct ibv_pd *pd, const struct sv_sge *sge,
 	return st;
 }
 
-enum ibv_wc_status sv_place_sges(struct sv_place *p, struct ibv_pd *pd,
-				 const struct sv_sge *sge, uint32_t n, enum sv_access_dir dir,
-				 size_t *total)
+static enum ibv_wc_status place_aim(struct sv_place *p, struct ibv_pd *pd, uint32_t qpn,
+				    const struct sv_sge *sge, uint32_t n, enum sv_access_dir dir,
+				    size_t *total)
 {
 	enum ibv_wc_status st;
 
 	sv_mr_rdlock();
-	st = sges_translate(pd, sge, n, dir, p->seg, &p->nseg, total, p->key, p->va);
+	st = sges_translate(pd, qpn, sge, n, dir, p->seg, &p->nseg, total, p->key, p->va);
 	p->epoch = sv_mr_epoch;
 	sv_mr_unlock();
 	p->pd = pd;
+	p->qpn = qpn;
 	p->dir = dir;
 	p->discard = st != IBV_WC_SUCCESS;
 	return st;
 }
 
-bool sv_place_mr(struct sv_place *p, struct ibv_pd *pd, uint32_t key, uint64_t va,
+enum ibv_wc_status sv_place_sges(struct sv_place *p, struct ibv_pd *pd,
+				 const struct sv_sge *sge, uint32_t n, enum sv_access_dir dir,
+				 size_t *total)
+{
+	return place_aim(p, pd, 0, sge, n, dir, total);
+}
+
+bool sv_place_mr(struct sv_place *p, struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t va,
 		 uint32_t len, enum sv_access_dir dir)
 {
 	struct sv_sge sge = { .addr = va, .length = len, .lkey = key };
 	size_t total;
 
-	return sv_place_sges(p, pd, &sge, 1, dir, &total) == IBV_WC_SUCCESS;
+	return place_aim(p, pd, qpn, &sge, 1, dir, &total) == IBV_WC_SUCCESS;
 }
 
 /* With the MR lock held, the epoch moved: does every segment not yet
@@ -127,7 +135,7 @@ bool sv_place_mr(struct sv_place *p, struct ibv_pd *pd, uint32_t key, uint64_t v
 static bool still_registered(struct sv_place *p)
 {
 	for (int i = p->cur; i < p->nseg; i++)
-		if (!sv_mr_still(p->pd, p->key[i], p->va[i], p->seg[i].iov_len, p->dir,
+		if (!sv_mr_still(p->pd, p->qpn, p->key[i], p->va[i], p->seg[i].iov_len, p->dir,
 				 p->seg[i].iov_base))
 			return false;
 	p->epoch = sv_mr_epoch;

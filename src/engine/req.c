@@ -29,6 +29,7 @@ static const uint8_t wr_to_op[] = {
 	[IBV_WR_RDMA_READ] = SV_OP_READ_REQ,
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = SV_OP_CMP_SWP,
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = SV_OP_FETCH_ADD,
+	[IBV_WR_SEND_WITH_INV] = SV_OP_SEND_INV,
 };
 
 /* Attach a WQE's payload to a frame.  Returns the local error, if any. */
@@ -99,8 +100,8 @@ static void build_header(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe 
 	}
 	if (w->send_flags & IBV_SEND_SOLICITED)
 		f->hdr.flags |= SV_WF_SOLICITED;
-	if (sv_opinfo[op].flags & SV_OPF_IMM)
-		f->hdr.imm = w->imm;
+	if (sv_opinfo[op].flags & (SV_OPF_IMM | SV_OPF_INV))
+		f->hdr.imm = w->imm;             /* or the rkey to invalidate */
 	if (sv_opinfo[op].flags & SV_OPF_RKEY) {
 		f->hdr.va = w->remote_addr;
 		f->hdr.rkey = w->rkey;
@@ -184,6 +185,31 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	return true;
 }
 
+/* ---- work requests that never leave this device ---- */
+
+static bool is_local_op(uint32_t op)
+{
+	return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV;
+}
+
+/* Bind or invalidate a memory window (verbs/mw.c) when the send queue
+ * reaches it: requests before it were sent first, requests after it see
+ * its effect.  It takes no PSN, so acknowledgements pass it by (comp.c),
+ * and a rewind that goes back over it leaves it done. */
+static void run_local(struct sv_qp *qp, struct sv_swqe *w)
+{
+	enum ibv_wc_status st = w->opcode == IBV_WR_BIND_MW ? sv_mw_bind(qp, w) :
+				sv_mw_local_inv(qp, w->inv_rkey);
+
+	qp->sq.next++;
+	if (st != IBV_WC_SUCCESS) {
+		sv_comp_fail(qp, w, st);
+		return;
+	}
+	sv_swqe_done(qp, w, IBV_WC_SUCCESS);
+	sv_comp_reap(qp);
+}
+
 static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 {
 	uint32_t rd_max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
@@ -197,6 +223,14 @@ static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 		/* A fenced request waits until earlier READs and atomics are done. */
 		if ((w->send_flags & IBV_SEND_FENCE) && qp->rd_outstanding)
 			return false;
+		if (w->state == SV_SWQE_DONE) {      /* a local one, before a rewind */
+			qp->sq.next++;
+			continue;
+		}
+		if (is_local_op(w->opcode)) {
+			run_local(qp, w);
+			continue;
+		}
 		if (try_direct(qp, w))
 			continue;
 		if (is_rd_atomic(w->opcode) && qp->rd_outstanding >= rd_max)

@@ -164,7 +164,7 @@ static void exec_read(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_
 	void *src;
 
 	sv_mr_rdlock();
-	src = sv_mr_translate(pd, h->rkey, h->va, h->rlen, SV_REMOTE_READ);
+	src = sv_mr_translate(pd, qp->ibqp.qp_base.qp_num, h->rkey, h->va, h->rlen, SV_REMOTE_READ);
 	epoch = sv_mr_epoch;
 	sv_mr_unlock();
 	if (!src) {
@@ -178,6 +178,7 @@ static void exec_read(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_
 	sv_frame_add(f, src, h->rlen);
 	if (h->rlen) {
 		f->mr_pd = pd;
+		f->mr_qpn = qp->ibqp.qp_base.qp_num;
 		f->mr_key = h->rkey;
 		f->mr_va = h->va;
 		f->mr_epoch = epoch;
@@ -194,7 +195,8 @@ static bool atomic_op(struct sv_qp *qp, const struct sv_wire_hdr *h, uint64_t *o
 	uint64_t *p;
 
 	sv_mr_rdlock();
-	p = sv_mr_translate(qp->ibqp.qp_base.pd, h->rkey, h->va, 8, SV_REMOTE_ATOMIC);
+	p = sv_mr_translate(qp->ibqp.qp_base.pd, qp->ibqp.qp_base.qp_num, h->rkey, h->va, 8,
+			    SV_REMOTE_ATOMIC);
 	if (p) {
 		sv_dma_begin();     /* the application's memory, as a NIC's atomic (util/tsan.h) */
 		if (h->opcode == SV_OP_CMP_SWP) {
@@ -380,6 +382,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 	switch (h->opcode) {
 	case SV_OP_SEND:
 	case SV_OP_SEND_IMM:
+	case SV_OP_SEND_INV:
 		if (h->flags & SV_WF_PULL)
 			pull_begin(qp, c, h);
 		else
@@ -387,8 +390,8 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 		break;
 	case SV_OP_WRITE:
 	case SV_OP_WRITE_IMM:
-		if (!sv_place_mr(&c->qc->place, qp->ibqp.qp_base.pd, h->rkey, h->va, h->len,
-				 SV_REMOTE_WRITE))
+		if (!sv_place_mr(&c->qc->place, qp->ibqp.qp_base.pd, qp->ibqp.qp_base.qp_num,
+				 h->rkey, h->va, h->len, SV_REMOTE_WRITE))
 			resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
 		break;
 	case SV_OP_READ_REQ:
@@ -428,6 +431,10 @@ static void complete_recv(struct sv_qp *qp, struct sv_conn *c, const struct sv_w
 	if (sv_opinfo[h->opcode].flags & SV_OPF_IMM) {
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = h->imm;
+	}
+	if (h->opcode == SV_OP_SEND_INV && wc.status == IBV_WC_SUCCESS) {
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		wc.invalidated_rkey = h->imm;
 	}
 	if (qp->attr.ah_attr.is_global)
 		wc.wc_flags |= IBV_WC_GRH;
@@ -477,6 +484,10 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 		pull_end(qp, c, h);
 	if (c->qc->place.revoked && !qp->rctx.nak)
 		place_revoked(qp, h);
+	/* the window goes once the message is in (IB class J error if not) */
+	if (h->opcode == SV_OP_SEND_INV && !qp->rctx.drop && !qp->rctx.nak &&
+	    qp->rctx.status == IBV_WC_SUCCESS && !sv_mw_remote_inv(qp, h->imm))
+		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
 	if (qp->rctx.nak) {
 		sv_xmit_nak(c, qp, h->psn, qp->rctx.nak, 0);
 		if (qp->rctx.have_wqe)

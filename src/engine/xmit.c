@@ -77,7 +77,7 @@ static int frame_mr_hold(struct sv_conn *c, struct sv_txframe *f)
 	sv_mr_rdlock();
 	if (__builtin_expect(f->mr_epoch == sv_mr_epoch, 1))
 		return 1;
-	if (sv_mr_still(f->mr_pd, f->mr_key, f->mr_va, f->seg[0].iov_len, SV_REMOTE_READ,
+	if (sv_mr_still(f->mr_pd, f->mr_qpn, f->mr_key, f->mr_va, f->seg[0].iov_len, SV_REMOTE_READ,
 			f->seg[0].iov_base)) {
 		f->mr_epoch = sv_mr_epoch;
 		return 1;

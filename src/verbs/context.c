@@ -21,6 +21,9 @@ static const struct ibv_context_ops sv_ctx_ops = {
 	.post_srq_recv = sv_post_srq_recv,
 	.post_send = sv_post_send,
 	.post_recv = sv_post_recv,
+	.alloc_mw = sv_alloc_mw,
+	.dealloc_mw = sv_dealloc_mw,
+	.bind_mw = sv_bind_mw,
 };
 
 static void fill_device_attr(struct ibv_device_attr *a)
@@ -40,12 +43,15 @@ static void fill_device_attr(struct ibv_device_attr *a)
 	a->max_qp_wr = SV_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SHUTDOWN_PORT |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ;
+			      IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ |
+			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+			      IBV_DEVICE_MEM_MGT_EXTENSIONS;
 	a->max_sge = SV_MAX_SGE;
 	a->max_sge_rd = SV_MAX_SGE;
 	a->max_cq = 1 << 16;
 	a->max_cqe = SV_MAX_CQE;
 	a->max_mr = 1 << 20;
+	a->max_mw = 1 << 20;                   /* windows share the MRs' key table */
 	a->max_pd = 1 << 16;
 	a->max_qp_rd_atom = SV_MAX_RD_ATOM;
 	a->max_ee_rd_atom = 0;

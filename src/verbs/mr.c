@@ -11,6 +11,10 @@
  * in progress; later accesses fail the lookup, and translations the engine
  * kept from before see the epoch moved and look again (engine/place.c).
  *
+ * Memory windows (verbs/mw.c) take slots of the same table: a window's
+ * entry is its view of the MR it is bound to, reached by remote accesses
+ * only.
+ *
  * On-demand paging: a software device never pins, so every MR already
  * follows the process's page tables as an ODP MR must, except one whose
  * pages same-host peers map (mrmap): ODP MRs are never moved there.  An
@@ -77,6 +81,7 @@ static void new_key(struct sv_mr *mr)
 }
 
 void sv_mr_rdlock(void) { pthread_rwlock_rdlock(&mr_lock); }
+void sv_mr_wrlock(void) { pthread_rwlock_wrlock(&mr_lock); }
 void sv_mr_unlock(void) { pthread_rwlock_unlock(&mr_lock); }
 
 static bool access_ok(unsigned int have, enum sv_access_dir dir)
@@ -91,27 +96,38 @@ static bool access_ok(unsigned int have, enum sv_access_dir dir)
 	return false;
 }
 
-/* With the MR lock held: the MR `key` names if it is one of `pd`'s (a
- * parent domain is its protection domain's: they share the id). */
-static struct sv_mr *key_mr(struct ibv_pd *pd, uint32_t key)
+struct sv_mr *sv_key_at(uint32_t slot) { return slot < mr_slots ? mr_table[slot] : NULL; }
+uint32_t sv_key_slots(void) { return mr_slots; }
+
+struct sv_mr *sv_key_find(uint32_t key)
 {
 	uint32_t slot = key >> 8;
-	struct sv_mr *mr;
 
 	if (slot >= mr_slots || mr_tag[slot] != (key & 0xff))
 		return NULL;
-	mr = mr_table[slot];
-	return mr && to_spd(mr->ibmr.pd)->id == to_spd(pd)->id ? mr : NULL;
+	return mr_table[slot];
 }
 
-void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len,
+/* With the MR lock held: the entry `key` names if it is one of `pd`'s (a
+ * parent domain is its protection domain's: they share the id) and serves
+ * an access through `qpn` (sv_mr_translate). */
+static struct sv_mr *key_entry(struct ibv_pd *pd, uint32_t qpn, uint32_t key)
+{
+	struct sv_mr *mr = sv_key_find(key);
+
+	if (!mr || to_spd(mr->ibmr.pd)->id != to_spd(pd)->id)
+		return NULL;
+	return !mr->mw || sv_mw_serves(mr->mw, qpn) ? mr : NULL;
+}
+
+void *sv_mr_translate(struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t addr, uint64_t len,
 		      enum sv_access_dir dir)
 {
 	struct sv_mr *mr;
 
 	if (!len)
 		return (void *)(uintptr_t)1;    /* nothing is touched */
-	mr = key_mr(pd, key);
+	mr = key_entry(pd, dir >= SV_REMOTE_READ ? qpn : 0, key);
 	if (!mr || !access_ok(mr->access, dir))
 		return NULL;
 	if (addr < mr->iova || len > mr->ibmr.length || addr - mr->iova > mr->ibmr.length - len)
@@ -163,8 +179,25 @@ static int table_insert(struct sv_mr *mr)
 	mr_table[slot] = mr;
 	mr->index = slot;
 	new_key(mr);
-	sv_engine_mr_publish(mr);
+	if (!mr->mw)
+		sv_engine_mr_publish(mr);       /* a window is published when bound */
 	return 0;
+}
+
+int sv_key_add(struct sv_mr *entry)
+{
+	int err;
+
+	pthread_rwlock_wrlock(&mr_lock);
+	err = table_insert(entry);
+	pthread_rwlock_unlock(&mr_lock);
+	return err;
+}
+
+void sv_key_retag(struct sv_mr *entry, uint8_t tag)
+{
+	mr_tag[entry->index] = tag;
+	entry->ibmr.lkey = entry->ibmr.rkey = (entry->index << 8) | tag;
 }
 
 static int check_access(unsigned int access)
@@ -270,8 +303,14 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 		return IBV_REREG_MR_ERR_INPUT;      /* device memory stays device memory */
 
 	/* The write lock keeps our own engine out while memory moves; peers
-	 * are out first, whatever changes. */
+	 * are out first, whatever changes.  Windows pin what they were bound
+	 * to, as they pin it against deregistration. */
 	pthread_rwlock_wrlock(&mr_lock);
+	if (mr->windows) {
+		pthread_rwlock_unlock(&mr_lock);
+		errno = EBUSY;
+		return IBV_REREG_MR_ERR_CMD;
+	}
 	withdraw(mr);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		mr->ibmr.addr = mr->base = addr;
@@ -301,15 +340,29 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 	return 0;
 }
 
+/* Out of the table: later lookups fail, translations kept by the engine
+ * are checked again, same-host peers stop.  False: windows are bound to it. */
+bool sv_key_remove(struct sv_mr *entry)
+{
+	pthread_rwlock_wrlock(&mr_lock);
+	if (entry->windows) {
+		pthread_rwlock_unlock(&mr_lock);
+		return false;
+	}
+	mr_table[entry->index] = NULL;
+	sv_mr_epoch++;
+	pthread_rwlock_unlock(&mr_lock);
+	withdraw(entry);
+	return true;
+}
+
+/* ibv_alloc_mw(3): deregistration fails while a window is bound to it. */
 int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct sv_mr *mr = to_smr(ibmr);
 
-	pthread_rwlock_wrlock(&mr_lock);
-	mr_table[mr->index] = NULL;
-	sv_mr_epoch++;          /* translations kept by the engine are checked again */
-	pthread_rwlock_unlock(&mr_lock);
-	withdraw(mr);
+	if (!sv_key_remove(mr))
+		return EBUSY;
 	sv_engine_mr_unshare(mr->share);
 	sv_pd_put(mr->ibmr.pd);
 	if (mr->dm)
@@ -354,7 +407,7 @@ int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t f
 		return EINVAL;
 	pthread_rwlock_rdlock(&mr_lock);
 	for (uint32_t i = 0; i < num_sge && !err; i++) {
-		struct sv_mr *mr = key_mr(pd, sg_list[i].lkey);
+		struct sv_mr *mr = key_entry(pd, 0, sg_list[i].lkey);
 
 		if (!mr)
 			err = EFAULT;
@@ -363,7 +416,7 @@ int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t f
 		else if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
 			 !(mr->access & IBV_ACCESS_LOCAL_WRITE))
 			err = EPERM;
-		else if (!sv_mr_translate(pd, sg_list[i].lkey, sg_list[i].addr, sg_list[i].length,
+		else if (!sv_mr_translate(pd, 0, sg_list[i].lkey, sg_list[i].addr, sg_list[i].length,
 					  SV_LOCAL_READ))
 			err = EFAULT;
 		else if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)

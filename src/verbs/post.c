@@ -19,7 +19,11 @@ static bool opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_SEND_WITH_INV:
 		return t == IBV_QPT_RC;
+	case IBV_WR_BIND_MW:          /* ibv_bind_mw(3): UC, RC or XRC */
+	case IBV_WR_LOCAL_INV:
+		return t == IBV_QPT_RC || t == IBV_QPT_UC;
 	default:
 		return false;
 	}
@@ -78,6 +82,19 @@ int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr)
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
+		break;
+	case IBV_WR_BIND_MW:
+		w->bind_mw = wr->bind_mw.mw;
+		w->rkey = wr->bind_mw.rkey;
+		w->remote_addr = wr->bind_mw.bind_info.addr;
+		w->bind_len = wr->bind_mw.bind_info.length;
+		w->bind_access = wr->bind_mw.bind_info.mw_access_flags;
+		/* the MR is found by its key when the bind runs: it may be gone */
+		w->bind_lkey = wr->bind_mw.bind_info.mr ? wr->bind_mw.bind_info.mr->lkey : 0;
+		w->length = 0;
+		break;
+	case IBV_WR_LOCAL_INV:
+		w->length = 0;
 		break;
 	default:
 		break;

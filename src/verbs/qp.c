@@ -98,7 +98,8 @@ static int check_caps(struct ibv_qp_init_attr_ex *a)
 
 #define SV_SUP_SEND_OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
 	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | \
-	IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
+	IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 static int sq_init(struct sv_sq *sq, struct ibv_qp_cap *c, struct ibv_pd *pd)
 {
@@ -286,6 +287,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	sv_engine_release_all_acks(node);
 	sv_engine_qp_unlink(node, qp);
 	sv_engine_wait_drivers(node);
+	sv_mw_qp_gone(ibqp->qp_num);
 	sv_cq_clean_qp(qp);
 	sv_async_purge(ibqp->context, ibqp);
 	sv_wait_acked(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, &qp->async_reported);

@@ -100,9 +100,25 @@ static void x_unsupported(struct sv_qp *qp)
 }
 
 static void x_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey,
-		      const struct ibv_mw_bind_info *info) { x_unsupported(xqp(q)); }
-static void x_local_inv(struct ibv_qp_ex *q, uint32_t rkey) { x_unsupported(xqp(q)); }
-static void x_send_inv(struct ibv_qp_ex *q, uint32_t rkey) { x_unsupported(xqp(q)); }
+		      const struct ibv_mw_bind_info *info)
+{
+	begin(q, IBV_WR_BIND_MW);
+	xqp(q)->ex_wr.bind_mw.mw = mw;
+	xqp(q)->ex_wr.bind_mw.rkey = rkey;
+	xqp(q)->ex_wr.bind_mw.bind_info = *info;
+}
+
+static void x_local_inv(struct ibv_qp_ex *q, uint32_t rkey)
+{
+	begin(q, IBV_WR_LOCAL_INV);
+	xqp(q)->ex_wr.invalidate_rkey = rkey;
+}
+
+static void x_send_inv(struct ibv_qp_ex *q, uint32_t rkey)
+{
+	begin(q, IBV_WR_SEND_WITH_INV);
+	xqp(q)->ex_wr.invalidate_rkey = rkey;
+}
 static void x_send_tso(struct ibv_qp_ex *q, void *hdr, uint16_t sz, uint16_t mss)
 {
 	x_unsupported(xqp(q));

@@ -110,6 +110,8 @@ struct ibv_pd *sv_alloc_parent_domain(struct ibv_context *ctx,
 struct ibv_td *sv_alloc_td(struct ibv_context *ctx, struct ibv_td_init_attr *attr);
 int sv_dealloc_td(struct ibv_td *td);
 
+/* An entry of the key table (verbs/mr.c): an MR, or a memory window's
+ * view of the MR it is bound to (then `mw` is set). */
 struct sv_mr {
 	struct ibv_mr ibmr;
 	uint8_t *base;               /* its bytes here: ibmr.addr, but a DM MR's is NULL */
@@ -118,6 +120,24 @@ struct sv_mr {
 	uint64_t iova;               /* address the keys are valid for */
 	uint32_t index;              /* slot in the MR table */
 	struct sv_mrmap *share;      /* peers may map it (transport/shm/mrmap.h) */
+	struct sv_mw *mw;            /* this entry is that window's */
+	uint32_t windows;            /* windows bound to this MR */
+};
+
+/* Memory windows (verbs/mw.c), in the IB spec's states (10.6.7): a type 2
+ * window goes back to FREE when invalidated. */
+enum sv_mw_state {
+	SV_MW_FREE,                  /* allocated, not bound: its key reaches nothing */
+	SV_MW_VALID,                 /* bound to an MR */
+	SV_MW_NSTATES
+};
+
+struct sv_mw {
+	struct ibv_mw ibmw;
+	struct sv_mr win;            /* its key table entry: the window's range and rights */
+	enum sv_mw_state state;
+	struct sv_mr *mr;            /* bound to, while VALID */
+	uint32_t qpn;                /* type 2: the QP it is bound to */
 };
 
 struct sv_comp_channel {
@@ -243,7 +263,11 @@ struct sv_swqe {
 	uint64_t wr_id;
 	uint32_t opcode;             /* enum ibv_wr_opcode */
 	uint32_t send_flags;
-	uint32_t imm;                /* big-endian as given */
+	union {
+		uint32_t imm;                /* big-endian as given */
+		uint32_t inv_rkey;           /* LOCAL_INV, SEND_WITH_INV */
+		uint32_t bind_access;        /* BIND_MW */
+	};
 	uint32_t num_sge;
 	uint32_t length;             /* total payload length */
 	uint32_t psn;
@@ -252,8 +276,17 @@ struct sv_swqe {
 	uint32_t status;             /* enum ibv_wc_status once DONE */
 	uint32_t rkey;
 	uint64_t remote_addr;
-	uint64_t compare_add, swap;
-	uint64_t atomic_result;
+	union {
+		struct {                     /* atomics */
+			uint64_t compare_add, swap;
+			uint64_t atomic_result;
+		};
+		struct {                     /* BIND_MW: rkey is the new key, remote_addr the start */
+			struct ibv_mw *bind_mw;
+			uint64_t bind_len;
+			uint32_t bind_lkey;          /* the MR's (found again when it runs), 0: none */
+		};
+	};
 	/* UD */
 	struct sockaddr_in ud_dst;
 	uint32_t ud_qpn, ud_qkey;
@@ -431,10 +464,34 @@ void sv_async_post(struct sv_context *ctx, const struct ibv_async_event *ev);
 enum sv_access_dir { SV_LOCAL_READ, SV_LOCAL_WRITE, SV_REMOTE_READ, SV_REMOTE_WRITE,
 		     SV_REMOTE_ATOMIC };
 void sv_mr_rdlock(void);
+void sv_mr_wrlock(void);
 void sv_mr_unlock(void);
+/* The key table (mr.c), for MRs and windows.  With the lock held: the
+ * entry `key` names, whatever its PD; retag: its key's low byte. */
+struct sv_mr *sv_key_find(uint32_t key);
+struct sv_mr *sv_key_at(uint32_t slot);      /* NULL: a free slot */
+uint32_t sv_key_slots(void);
+void sv_key_retag(struct sv_mr *entry, uint8_t tag);
+int sv_key_add(struct sv_mr *entry);         /* takes a slot and a random key; errno */
+bool sv_key_remove(struct sv_mr *entry);     /* false: windows are bound to it */
+/* Memory windows (mw.c).  Serves: may a remote access through QP `qpn`
+ * (0: a local access) use the window?  With the MR lock held.  The others
+ * run a work request of the send queue, QP lock held, and answer its
+ * status; remote: a SEND with invalidate arrived on `qp`. */
+bool sv_mw_serves(const struct sv_mw *mw, uint32_t qpn);
+const char *sv_mw_state_name(enum sv_mw_state s);
+enum ibv_wc_status sv_mw_bind(struct sv_qp *qp, const struct sv_swqe *w);
+enum ibv_wc_status sv_mw_local_inv(struct sv_qp *qp, uint32_t rkey);
+bool sv_mw_remote_inv(struct sv_qp *qp, uint32_t rkey);
+void sv_mw_qp_gone(uint32_t qpn);            /* its type 2 windows are invalid */
+struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int sv_dealloc_mw(struct ibv_mw *mw);
+int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 /* With the MR lock held: the host address of [addr, addr+len) in MR `key`
- * of `pd` if it has the rights for `dir`, else NULL.  len 0 always passes. */
-void *sv_mr_translate(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len,
+ * of `pd` if it has the rights for `dir`, else NULL.  len 0 always passes.
+ * A remote access names the responder QP, `qpn`: a memory window serves
+ * remote accesses only, and a type 2 window only those of its QP. */
+void *sv_mr_translate(struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t addr, uint64_t len,
 		      enum sv_access_dir dir);
 int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		 struct ibv_sge *sg_list, uint32_t num_sge);
@@ -452,10 +509,10 @@ void sv_dm_put(struct sv_dm *dm);
  * memory is touched (engine/place.c).  Read with the MR lock held. */
 extern uint32_t sv_mr_epoch;
 /* With the MR lock held: does a translation made earlier still hold? */
-static inline bool sv_mr_still(struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len,
-			       enum sv_access_dir dir, const void *at)
+static inline bool sv_mr_still(struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t addr,
+			       uint64_t len, enum sv_access_dir dir, const void *at)
 {
-	return sv_mr_translate(pd, key, addr, len, dir) == at;
+	return sv_mr_translate(pd, qpn, key, addr, len, dir) == at;
 }
 
 /* comp_channel.c */

@@ -38,6 +38,7 @@ enum sv_op {
 	SV_OP_VERIFY,        /* on our outbound channel: did you open the channel
 			      * into us whose HELLO carried nonce data0? */
 	SV_OP_VERIFY_ACK,    /* the answer, on the same channel: imm 1 yes, 0 no */
+	SV_OP_SEND_INV,      /* SEND with invalidate: imm is the rkey to invalidate */
 	SV_OP_MAX
 };
 
@@ -129,6 +130,7 @@ enum {
 	SV_OPF_RKEY     = 1 << 5,  /* targets remote memory through rkey/va */
 	SV_OPF_ATOMIC   = 1 << 6,
 	SV_OPF_CTRL     = 1 << 7,  /* channel management */
+	SV_OPF_INV      = 1 << 8,  /* carries an rkey the responder invalidates (in imm) */
 };
 
 /* Which QP types may use an opcode */

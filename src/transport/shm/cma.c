@@ -18,20 +18,26 @@ int sv_cma_acquire(const struct sv_seg *seg, uint32_t pd, uint32_t rkey, uint64_
 	if (!len)
 		return 0;
 	if (slot >= SV_SEG_MR_MAX)
-		return -1;
+		return -EAGAIN;          /* not published: the owner checks it */
 	m = &seg->mr[slot];
 	/* announced before the check, which the owner's dereg makes fail
 	 * before it looks for announcements (seq_cst both sides) */
 	if (announce)
 		__atomic_store_n(announce, slot + 1, __ATOMIC_SEQ_CST);
 	seq = __atomic_load_n(&m->seq, __ATOMIC_SEQ_CST);
+	if (!(seq & 1) && __atomic_load_n(&m->key, __ATOMIC_SEQ_CST) == rkey &&
+	    (m->access & SV_SEG_WINDOW)) {
+		if (announce)
+			__atomic_store_n(announce, 0, __ATOMIC_RELEASE);
+		return -EAGAIN;
+	}
 	if ((seq & 1) || __atomic_load_n(&m->key, __ATOMIC_SEQ_CST) != rkey || m->pd != pd ||
 	    (m->access & need_access) != need_access ||
 	    va < m->iova || len > m->len || va - m->iova > m->len - len ||
 	    __atomic_load_n(&m->seq, __ATOMIC_SEQ_CST) != seq) {
 		if (announce)
 			__atomic_store_n(announce, 0, __ATOMIC_RELEASE);
-		return -1;
+		return -EACCES;
 	}
 	ref->announce = announce;
 	ref->raddr = m->addr + (va - m->iova);

@@ -22,8 +22,9 @@ struct sv_cma_ref {
 	uint64_t raddr;              /* address in the peer */
 };
 
-/* 0, or -1: no such key, rights or bounds.  len 0 always succeeds.  With
- * `announce`, the slot is announced there until sv_cma_release. */
+/* 0; -EACCES: no such key, rights or bounds; -EAGAIN: a memory window's
+ * key, which the owner checks (SV_SEG_WINDOW).  len 0 always succeeds.
+ * With `announce`, the slot is announced there until sv_cma_release. */
 int sv_cma_acquire(const struct sv_seg *seg, uint32_t pd, uint32_t rkey, uint64_t va,
 		   uint64_t len, unsigned int need_access, uint32_t *announce,
 		   struct sv_cma_ref *ref);

@@ -50,11 +50,13 @@ int sv_conn_direct(struct sv_conn *c, const struct sv_direct *d)
 	struct sv_cma_ref ref;
 	void *mapped;
 	ssize_t r = 0;
+	int err;
 
 	if (atomic && (d->raddr & 7))
 		return -EINVAL;
-	if (sv_cma_acquire(c->peer_seg, c->peer_pd, d->rkey, d->raddr, d->len, d->need, NULL, &ref))
-		return -EACCES;
+	err = sv_cma_acquire(c->peer_seg, c->peer_pd, d->rkey, d->raddr, d->len, d->need, NULL, &ref);
+	if (err)
+		return err;
 	mapped = d->len ? sv_peer_map(&c->peer_maps, c->peer_seg, d->rkey >> 8, d->rkey,
 				      ref.raddr, d->len) : NULL;
 	if (atomic && !mapped)
@@ -62,9 +64,9 @@ int sv_conn_direct(struct sv_conn *c, const struct sv_direct *d)
 	/* A copy into the peer's address space is announced, and the check
 	 * made again after: its dereg waits for announced copies. */
 	if (!mapped && d->len &&
-	    sv_cma_acquire(c->peer_seg, c->peer_pd, d->rkey, d->raddr, d->len, d->need,
-			   &c->shm.tx->direct_slot, &ref))
-		return -EACCES;
+	    (err = sv_cma_acquire(c->peer_seg, c->peer_pd, d->rkey, d->raddr, d->len, d->need,
+				  &c->shm.tx->direct_slot, &ref)))
+		return err;
 	if (atomic)
 		direct_atomic(d, mapped);
 	else if (mapped)

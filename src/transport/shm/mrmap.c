@@ -443,7 +443,7 @@ void *sv_peer_map_pull(struct sv_peer_maps *pm, const struct sv_seg *seg, uint32
 	m = &seg->mr[slot];
 	seq = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
 	ok = !(seq & 1) && __atomic_load_n(&m->key, __ATOMIC_ACQUIRE) == key &&
-	     addr >= m->addr && len <= m->len && addr - m->addr <= m->len - len &&
+	     !(m->access & SV_SEG_WINDOW) && addr >= m->addr && len <= m->len && addr - m->addr <= m->len - len &&
 	     __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE) == seq;
 	/* The requester keeps the MR until our ACK (deregistering it earlier
 	 * is the application's error, and leaves us a stale, harmless map). */
