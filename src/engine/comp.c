@@ -20,6 +20,7 @@ static const enum ibv_wc_opcode wr_to_wc[] = {
 	[IBV_WR_LOCAL_INV] = IBV_WC_LOCAL_INV,
 	[IBV_WR_BIND_MW] = IBV_WC_BIND_MW,
 	[IBV_WR_SEND_WITH_INV] = IBV_WC_SEND,
+	[IBV_WR_ATOMIC_WRITE] = IBV_WC_ATOMIC_WRITE,
 };
 
 static const enum ibv_wc_status nak_status[] = {
@@ -273,7 +274,7 @@ static void arm_gone_deadline(struct sv_qp *qp)
 {
 	uint64_t t = sv_qp_ack_timeout_ns(qp);
 
-	if (t && !qp->gone_deadline && qp->ibqp.qp_base.qp_type == IBV_QPT_RC)
+	if (t && !qp->gone_deadline && sv_qp_is_rc(qp))
 		qp->gone_deadline = sv_now_ns() + t * (qp->attr.retry_cnt + 1);
 }
 
@@ -288,7 +289,7 @@ void sv_comp_link_lost(struct sv_qp *qp)
 		arm_gone_deadline(qp);
 	/* UC: what was sent is done.  Requests that went on a turned inbound
 	 * channel, still up, are not lost: the peer answers them there. */
-	if (qp->ibqp.qp_base.qp_type == IBV_QPT_RC &&
+	if (sv_qp_is_rc(qp) &&
 	    !(qp->req_turned && qp->in && !qp->in->dead && !qp->in->closed))
 		sv_req_rewind(qp, qp->sq.head);
 	sv_req_link_failed(qp);

@@ -88,6 +88,8 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 
+	if (!cq)
+		return;          /* an XRC target's requests have no CQ of its own */
 	if (c->qc->drive_cq)
 		sv_engine_drive_forget(c);
 	__atomic_store_n(&c->qc->drive_cq, cq, __ATOMIC_RELEASE);
@@ -131,7 +133,7 @@ void sv_engine_drive_register_also(struct sv_conn *c, struct sv_cq *cq)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 
-	if (!(c->caps & SV_CAP_TURN) || cq == c->qc->drive_cq || c->qc->drive_cq2 ||
+	if (!cq || !(c->caps & SV_CAP_TURN) || cq == c->qc->drive_cq || c->qc->drive_cq2 ||
 	    epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, c->h.fd, &ev))
 		return;
 	__atomic_add_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);

@@ -183,7 +183,7 @@ void sv_req_link_failed(struct sv_qp *qp);
  * thread itself (transport/shm/ringchan.c). */
 static inline int sv_cq_wake_fd(const struct sv_cq *cq)
 {
-	return cq->ibcq.channel ? cq->ibcq.channel->fd : -1;
+	return cq && cq->ibcq.channel ? cq->ibcq.channel->fd : -1;
 }
 
 static inline bool sv_psn_le(uint32_t a, uint32_t b)

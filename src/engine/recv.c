@@ -455,7 +455,8 @@ bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp)
 		 * ACK to wait for) */
 		if (c->cma_ok && qp->ibqp.qp_base.qp_type == IBV_QPT_RC)
 			f->hdr.flags |= SV_WF_PULL;
-		f->hdr.rkey = to_spd(qp->ibqp.qp_base.pd)->id;
+		/* an XRC target has no PD: its initiator never accesses directly */
+		f->hdr.rkey = qp->ibqp.qp_base.pd ? to_spd(qp->ibqp.qp_base.pd)->id : 0;
 		f->hdr.qkey = qp->attr.qp_access_flags;
 		f->hdr.va = seg_va;
 	}

@@ -30,6 +30,7 @@ static const uint8_t wr_to_op[] = {
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = SV_OP_CMP_SWP,
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = SV_OP_FETCH_ADD,
 	[IBV_WR_SEND_WITH_INV] = SV_OP_SEND_INV,
+	[IBV_WR_ATOMIC_WRITE] = SV_OP_ATOMIC_WRITE,
 };
 
 /* Attach a WQE's payload to a frame.  Returns the local error, if any. */
@@ -76,6 +77,7 @@ static enum ibv_wc_status add_payload(struct sv_qp *qp, struct sv_swqe *w, struc
 		return IBV_WC_SUCCESS;
 	}
 	if (qp->out && qp->out->pull_ok && w->length >= SV_PULL_MIN &&
+	    qp->ibqp.qp_base.qp_type == IBV_QPT_RC &&
 	    (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM))
 		return add_pull(qp, w, f);
 	st = sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_READ,
@@ -93,13 +95,17 @@ static void build_header(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe 
 	uint8_t op = wr_to_op[w->opcode];
 
 	sv_frame_init(f, op, dst_qpn, qp->ibqp.qp_base.qp_num, w->psn);
-	if (qp->ibqp.qp_base.qp_type == IBV_QPT_RC) {
+	if (sv_qp_is_rc(qp)) {
 		f->hdr.ack_tmo = qp->attr.timeout;
-		if (sv_xmit_ack_carry_any(qp, &f->hdr.ack_psn))
+		/* (an XRC initiator takes no requests, and its qkey is the SRQ's) */
+		if (qp->ibqp.qp_base.qp_type == IBV_QPT_RC &&
+		    sv_xmit_ack_carry_any(qp, &f->hdr.ack_psn))
 			f->hdr.flags |= SV_WF_ACK;       /* carries the ACK it held */
 	}
 	if (w->send_flags & IBV_SEND_SOLICITED)
 		f->hdr.flags |= SV_WF_SOLICITED;
+	if (qp->ibqp.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		f->hdr.qkey = w->xrc_srqn;       /* the SRQ at the target (verbs/xrc.c) */
 	if (sv_opinfo[op].flags & (SV_OPF_IMM | SV_OPF_INV))
 		f->hdr.imm = w->imm;             /* or the rkey to invalidate */
 	if (sv_opinfo[op].flags & SV_OPF_RKEY) {
@@ -113,6 +119,8 @@ static void build_header(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe 
 		f->hdr.data1 = w->compare_add;
 	} else if (op == SV_OP_FETCH_ADD) {
 		f->hdr.data0 = w->compare_add;
+	} else if (op == SV_OP_ATOMIC_WRITE) {
+		memcpy(&f->hdr.data0, &w->sge[qp->sq.max_sge], 8);   /* inline (post.c) */
 	}
 }
 
@@ -148,7 +156,9 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 
 	/* The peer QP's access flags were read at connection time and may have
 	 * changed since: if they say no, the responder decides, with its own. */
-	if (!c || !c->cma_ok || !d.need || qp->sq.head != qp->sq.next || !(c->peer_access & d.need))
+	/* an XRC target has no PD of its own to check direct accesses in */
+	if (!c || !c->cma_ok || !d.need || qp->sq.head != qp->sq.next ||
+	    !(c->peer_access & d.need) || qp->ibqp.qp_base.qp_type == IBV_QPT_XRC_SEND)
 		return false;
 	/* The peer's QP left the connected states (it marked the rings): a
 	 * QP in ERR processes nothing, so neither may we on its behalf. */
@@ -275,7 +285,7 @@ void sv_req_arm_ack_timer(struct sv_qp *qp)
 	uint64_t t = sv_qp_ack_timeout_ns(qp);
 
 	if (!qp->ack_deadline && t && qp->sq.head != qp->sq.tail &&
-	    qp->ibqp.qp_base.qp_type == IBV_QPT_RC) {
+	    sv_qp_is_rc(qp)) {
 		qp->ack_deadline = sv_now_ns_upper() + t;   /* once per burst: keep it cheap */
 		sv_qp_timer_update(qp);
 	}
@@ -442,7 +452,7 @@ void sv_req_turned_lost(struct sv_qp *qp)
 	if (!qp->req_turned)
 		return;
 	qp->req_turned = false;
-	if (qp->ibqp.qp_base.qp_type == IBV_QPT_RC && qp->attr.qp_state == IBV_QPS_RTS)
+	if (sv_qp_is_rc(qp) && qp->attr.qp_state == IBV_QPS_RTS)
 		sv_req_rewind(qp, qp->sq.head);
 	sv_req_kick(qp);
 }
@@ -552,7 +562,7 @@ void sv_req_on_connected(struct sv_qp *qp)
 
 void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
 {
-	if (sv_chan_answered(c, &c->qc->rx_hdr, qp->ibqp.qp_base.qp_type == IBV_QPT_RC)) {
+	if (sv_chan_answered(c, &c->qc->rx_hdr, sv_qp_is_rc(qp))) {
 		sv_rx_on_rings(c);
 		sv_engine_drive_register(c, qp->scq);
 	}

@@ -14,7 +14,7 @@
 #include "util/time.h"
 #include "util/tsan.h"
 
-static bool is_rc(struct sv_qp *qp) { return qp->ibqp.qp_base.qp_type == IBV_QPT_RC; }
+static bool is_rc(struct sv_qp *qp) { return sv_qp_is_rc(qp); }
 
 /* Decide a fatal error: RC answers with a NAK and both ends go to ERR;
  * UC drops the message silently. */
@@ -35,6 +35,7 @@ static bool access_allowed(struct sv_qp *qp, uint8_t op)
 	switch (op) {
 	case SV_OP_WRITE:
 	case SV_OP_WRITE_IMM:
+	case SV_OP_ATOMIC_WRITE:
 		return f & IBV_ACCESS_REMOTE_WRITE;
 	case SV_OP_READ_REQ:
 		return f & IBV_ACCESS_REMOTE_READ;
@@ -68,7 +69,7 @@ static void place_into_rwqe(struct sv_qp *qp, struct sv_conn *c, uint32_t len)
 	enum ibv_wc_status st;
 	size_t total;
 
-	st = sv_place_sges(&c->qc->place, qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_WRITE,
+	st = sv_place_sges(&c->qc->place, qp->rctx.pd, w->sge, w->num_sge, SV_LOCAL_WRITE,
 			   &total);
 	if (!rwqe_fits(qp, st, total, len))
 		c->qc->place.discard = true;
@@ -88,7 +89,7 @@ static enum ibv_wc_status pull_dst(struct sv_qp *qp, size_t *total)
 {
 	struct sv_rwqe *w = &qp->rctx.wqe.w;
 
-	return sv_sges_translate(qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_WRITE,
+	return sv_sges_translate(qp->rctx.pd, w->sge, w->num_sge, SV_LOCAL_WRITE,
 				 qp->rctx.dst, &qp->rctx.ndst, total);
 }
 
@@ -158,7 +159,7 @@ static bool take_rwqe(struct sv_qp *qp)
  * and each piece checks the translation again (xmit.c). */
 static void exec_read(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	struct ibv_pd *pd = qp->ibqp.qp_base.pd;
+	struct ibv_pd *pd = qp->rctx.pd;
 	struct sv_txframe *f;
 	uint32_t epoch;
 	void *src;
@@ -195,7 +196,7 @@ static bool atomic_op(struct sv_qp *qp, const struct sv_wire_hdr *h, uint64_t *o
 	uint64_t *p;
 
 	sv_mr_rdlock();
-	p = sv_mr_translate(qp->ibqp.qp_base.pd, qp->ibqp.qp_base.qp_num, h->rkey, h->va, 8,
+	p = sv_mr_translate(qp->rctx.pd, qp->ibqp.qp_base.qp_num, h->rkey, h->va, 8,
 			    SV_REMOTE_ATOMIC);
 	if (p) {
 		sv_dma_begin();     /* the application's memory, as a NIC's atomic (util/tsan.h) */
@@ -233,6 +234,29 @@ static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wir
 	sv_xmit_resp_commit(c, f);
 }
 
+/* An atomic write: one 8-byte store, which same-host peers' atomics see
+ * whole (IBTA 1.5 RDMA Atomic Write); the MR needs remote write. */
+static void exec_atomic_write(struct sv_qp *qp, const struct sv_wire_hdr *h)
+{
+	uint64_t *p;
+
+	if (h->va & 7) {
+		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	sv_mr_rdlock();
+	p = sv_mr_translate(qp->rctx.pd, qp->ibqp.qp_base.qp_num, h->rkey, h->va, 8,
+			    SV_REMOTE_WRITE);
+	if (p) {
+		sv_dma_begin();
+		__atomic_store_n(p, h->data0, __ATOMIC_SEQ_CST);
+		sv_dma_end();
+	}
+	sv_mr_unlock();
+	if (!p)
+		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
+}
+
 SV_NAME_TABLE(sv_resp_state_name, enum sv_resp_state, SV_RESP_NSTATES,
 	      [SV_RESP_OPEN] = "OPEN", [SV_RESP_HOLDING] = "HOLDING",
 	      [SV_RESP_HOLD_OVER] = "HOLD_OVER", [SV_RESP_NAKED] = "NAKED")
@@ -262,7 +286,7 @@ static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr
 	if (qp->resp != SV_RESP_NAKED && sv_psn_le(h->psn, qp->epsn)) {
 		/* Duplicate of something already executed: acknowledge again. */
 		qp->rctx.ack = true;
-		if (h->opcode == SV_OP_READ_REQ)
+		if (h->opcode == SV_OP_READ_REQ && qp->rctx.pd)
 			exec_read(qp, c, h);
 	}
 	return false;
@@ -334,6 +358,30 @@ void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now)
 	sv_rx_serve(c);      /* a held SEND is on a ring channel */
 }
 
+/* An XRC target's request goes to the SRQ it names, of the target's
+ * domain (verbs/xrc.c): that SRQ's receives, PD and CQ serve it.  None:
+ * no PD, and the request fails as an invalid one. */
+static void xrc_target(struct sv_qp *qp, uint32_t srqn)
+{
+	struct sv_srq *srq = sv_xrc_target_srq(qp, srqn);
+
+	qp->srq = srq;
+	qp->rcq = srq ? srq->cq : NULL;
+	qp->rctx.pd = srq ? srq->ibsrq.pd : NULL;
+}
+
+/* ... and once it ends, its completion is in that CQ and the target
+ * keeps no pointer to an SRQ or CQ the application may destroy. */
+static void xrc_target_done(struct sv_qp *qp, struct sv_conn *c)
+{
+	if (!sv_qp_is_xrc_tgt(qp))
+		return;
+	if (c->qc->ndone)
+		sv_resp_batch_end(qp, c);
+	qp->srq = NULL;
+	qp->rcq = NULL;
+}
+
 void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 {
 	const struct sv_wire_hdr *h = &c->qc->rx_hdr;
@@ -343,12 +391,15 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 	memset(&qp->rctx, 0, offsetof(typeof(qp->rctx), dst));
 	qp->rctx.conn = c;
 	qp->rctx.drop = true;
+	qp->rctx.pd = qp->ibqp.qp_base.pd;
 	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	if (h->src_qpn != qp->attr.dest_qp_num) {
 		sv_engine_protocol_error(c, "request from a QP that is not our peer");
 		return;
 	}
+	if (sv_qp_is_xrc_tgt(qp))
+		xrc_target(qp, h->qkey);
 	if ((h->flags & SV_WF_PULL) && !pull_valid(qp, c, h)) {
 		sv_engine_protocol_error(c, "invalid pulled SEND");
 		return;
@@ -361,7 +412,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 		qp->comm_est_sent = true;
 		sv_qp_async(qp, IBV_EVENT_COMM_EST);
 	}
-	if (!(oi->qpts & qpt) || !access_allowed(qp, h->opcode)) {
+	if (!(oi->qpts & qpt) || !access_allowed(qp, h->opcode) || !qp->rctx.pd) {
 		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
 		return;
 	}
@@ -390,7 +441,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 		break;
 	case SV_OP_WRITE:
 	case SV_OP_WRITE_IMM:
-		if (!sv_place_mr(&c->qc->place, qp->ibqp.qp_base.pd, qp->ibqp.qp_base.qp_num,
+		if (!sv_place_mr(&c->qc->place, qp->rctx.pd, qp->ibqp.qp_base.qp_num,
 				 h->rkey, h->va, h->len, SV_REMOTE_WRITE))
 			resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
 		break;
@@ -400,6 +451,9 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 	case SV_OP_CMP_SWP:
 	case SV_OP_FETCH_ADD:
 		exec_atomic(qp, c, h);
+		break;
+	case SV_OP_ATOMIC_WRITE:
+		exec_atomic_write(qp, h);
 		break;
 	}
 }
@@ -493,6 +547,7 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 		if (qp->rctx.have_wqe)
 			complete_recv(qp, c, h);
 		sv_resp_batch_end(qp, c);      /* before the channel goes down */
+		xrc_target_done(qp, c);
 		sv_info("qp %u: responder error, NAK %u", qp->ibqp.qp_base.qp_num, qp->rctx.nak);
 		/* A READ response before it lost its memory mid-frame and took
 		 * the channel, and the NAK, with it (xmit.c): the requester asks
@@ -515,6 +570,7 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 	}
 	if (qp->rctx.have_wqe)
 		complete_recv(qp, c, h);
+	xrc_target_done(qp, c);
 }
 
 /* ---- UD: a whole datagram at once ---- */

@@ -45,7 +45,7 @@ static void fill_device_attr(struct ibv_device_attr *a)
 			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ |
 			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
-			      IBV_DEVICE_MEM_MGT_EXTENSIONS;
+			      IBV_DEVICE_MEM_MGT_EXTENSIONS | IBV_DEVICE_XRC;
 	a->max_sge = SV_MAX_SGE;
 	a->max_sge_rd = SV_MAX_SGE;
 	a->max_cq = 1 << 16;
@@ -95,8 +95,8 @@ static int sv_query_device_ex(struct ibv_context *context,
 	ex.max_dm_size = SV_DM_MAX_SIZE;     /* per process (verbs/dm.c) */
 	ex.raw_packet_caps = 0;
 	/* Every MR follows the page tables (verbs/mr.c): ODP, implicit too, for
-	 * every operation of every transport but XRC, which there is not. */
-	ex.xrc_odp_caps = 0;
+	 * every operation of every transport. */
+	ex.xrc_odp_caps = SV_ODP_XRC;
 	ex.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
 	ex.odp_caps.per_transport_caps.rc_odp_caps = SV_ODP_RC;
 	ex.odp_caps.per_transport_caps.uc_odp_caps = SV_ODP_UC;
@@ -256,6 +256,8 @@ static void set_verbs_ops(struct verbs_context *v)
 	v->create_qp_ex = sv_create_qp_ex;
 	v->create_srq_ex = sv_create_srq_ex;
 	v->get_srq_num = sv_get_srq_num;
+	v->open_xrcd = sv_open_xrcd;
+	v->close_xrcd = sv_close_xrcd;
 	v->modify_cq = sv_modify_cq;
 	v->sz = sizeof(*v);
 }

@@ -85,6 +85,8 @@ void sv_cq_clean_qp(struct sv_qp *qp)
 {
 	uint32_t qp_num = qp->ibqp.qp_base.qp_num;
 
+	if (qp->xrcd)
+		return;         /* an XRC target owns no CQ: its SRQs' CQs keep theirs */
 	if (qp->rcq)
 		cq_clean(qp->rcq, qp_num, qp->srq != NULL);
 	if (qp->scq && qp->scq != qp->rcq)

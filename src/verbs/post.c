@@ -9,6 +9,10 @@
 /* Which work request opcodes each QP type may post. */
 static bool opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
 {
+	if (t == IBV_QPT_XRC_RECV)
+		return false;           /* a target has no send queue */
+	if (t == IBV_QPT_XRC_SEND)
+		t = IBV_QPT_RC;         /* an initiator is an RC requester */
 	switch (op) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
@@ -20,6 +24,7 @@ static bool opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_ATOMIC_WRITE:
 		return t == IBV_QPT_RC;
 	case IBV_WR_BIND_MW:          /* ibv_bind_mw(3): UC, RC or XRC */
 	case IBV_WR_LOCAL_INV:
@@ -40,10 +45,12 @@ int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr)
 	struct sv_sq *sq = &qp->sq;
 	struct sv_swqe *w;
 	uint64_t len = 0;
-	bool is_inline = (wr->send_flags & IBV_SEND_INLINE) &&
-			 wr->opcode != IBV_WR_RDMA_READ &&
-			 wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
-			 wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
+	/* an atomic write's 8 bytes are taken now, as its builder's are */
+	bool is_inline = ((wr->send_flags & IBV_SEND_INLINE) &&
+			  wr->opcode != IBV_WR_RDMA_READ &&
+			  wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+			  wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) ||
+			 wr->opcode == IBV_WR_ATOMIC_WRITE;
 
 	if (!opcode_ok(qp->ibqp.qp_base.qp_type, wr->opcode))
 		return EINVAL;
@@ -55,7 +62,8 @@ int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr)
 		len += wr->sg_list[i].length;
 	if (is_inline && len > sq->max_inline)
 		return EINVAL;
-	if ((wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
+	if ((wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	     wr->opcode == IBV_WR_ATOMIC_WRITE) &&
 	    (wr->num_sge != 1 || wr->sg_list[0].length != 8))
 		return EINVAL;
 	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
@@ -69,10 +77,13 @@ int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr)
 	w->imm = wr->imm_data;
 	w->length = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
 	w->is_inline = is_inline;
+	if (qp->ibqp.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		w->xrc_srqn = wr->qp_type.xrc.remote_srqn;
 	switch (wr->opcode) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_WRITE:
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
 		break;
@@ -178,8 +189,10 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	int ret;
 
 	pthread_mutex_lock(&qp->lock);
-	/* ibv_post_recv(3): a QP attached to an SRQ takes its receives there. */
-	if (qp->srq || qp->attr.qp_state == IBV_QPS_RESET) {
+	/* ibv_post_recv(3): a QP attached to an SRQ takes its receives there;
+	 * XRC QPs have no receive queue (their SRQs do). */
+	if (qp->srq || qp->attr.qp_state == IBV_QPS_RESET ||
+	    ibqp->qp_type == IBV_QPT_XRC_SEND || ibqp->qp_type == IBV_QPT_XRC_RECV) {
 		*bad_wr = wr;
 		sv_qp_unlock(qp);
 		return EINVAL;

@@ -74,20 +74,51 @@ void sv_qp_to_error(struct sv_qp *qp)
 	sv_qp_timers_stop(qp);
 	sv_qp_timer_update(qp);
 	sv_qp_flush(qp);
-	if (!was_err && qp->srq)
+	if (!was_err && qp->srq && !qp->xrcd)
 		sv_qp_async(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
 }
 
 /* ---- create ---- */
 
+/* An XRC initiator has no receive side, a target no queue of its own:
+ * what their attributes say of those is ignored, as the kernel does. */
+static int check_xrc(struct ibv_qp_init_attr_ex *a)
+{
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd)
+			return EINVAL;
+		memset(&a->cap, 0, sizeof(a->cap));
+		a->pd = NULL;
+		a->send_cq = a->recv_cq = NULL;
+		a->srq = NULL;
+		return 0;
+	}
+	if (!a->pd || !a->send_cq)
+		return EINVAL;
+	a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
+	a->recv_cq = NULL;
+	a->srq = NULL;
+	return 0;
+}
+
+static bool is_xrc(enum ibv_qp_type t)
+{
+	return t == IBV_QPT_XRC_SEND || t == IBV_QPT_XRC_RECV;
+}
+
 static int check_caps(struct ibv_qp_init_attr_ex *a)
 {
 	struct ibv_qp_cap *c = &a->cap;
 
-	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD &&
+	    !is_xrc(a->qp_type))
 		return EOPNOTSUPP;
-	if (!a->send_cq || !a->recv_cq)
+	if (is_xrc(a->qp_type)) {
+		if (check_xrc(a))
+			return EINVAL;
+	} else if (!a->send_cq || !a->recv_cq) {
 		return EINVAL;
+	}
 	if (c->max_send_wr > SV_MAX_QP_WR || c->max_send_sge > SV_MAX_SGE ||
 	    c->max_inline_data > SV_MAX_INLINE)
 		return EINVAL;
@@ -99,7 +130,8 @@ static int check_caps(struct ibv_qp_init_attr_ex *a)
 #define SV_SUP_SEND_OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
 	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | \
 	IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
-	IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
+	IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV | \
+	IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 static int sq_init(struct sv_sq *sq, struct ibv_qp_cap *c, struct ibv_pd *pd)
 {
@@ -132,7 +164,7 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 		return NULL;
 	}
 	err = sq_init(&qp->sq, &a->cap, a->pd);
-	if (!err && !a->srq)
+	if (!err && !a->srq && !is_xrc(a->qp_type))
 		err = sv_rq_init(&qp->rq, a->cap.max_recv_wr, a->cap.max_recv_sge, a->pd);
 	if (!err)
 		err = sv_engine_qpn_alloc(node, &qpn);
@@ -147,9 +179,12 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 	sv_list_init(&qp->timer.link);
 	qp->timer.owner = qp;
 	sv_list_init(&qp->mcast);
-	qp->scq = to_scq(a->send_cq);
-	qp->rcq = to_scq(a->recv_cq);
+	/* an XRC initiator's responses and a target's requests complete
+	 * nowhere of their own (the target's: its requests' SRQs' CQs) */
+	qp->scq = a->send_cq ? to_scq(a->send_cq) : NULL;
+	qp->rcq = a->recv_cq ? to_scq(a->recv_cq) : qp->scq;
 	qp->srq = a->srq ? to_ssrq(a->srq) : NULL;
+	qp->xrcd = a->qp_type == IBV_QPT_XRC_RECV ? (struct sv_xrcd *)a->xrcd : NULL;
 	qp->sq_sig_all = a->sq_sig_all;
 	qp->cap.max_send_wr = qp->sq.max_wr;
 	qp->cap.max_send_sge = qp->sq.max_sge;
@@ -179,11 +214,16 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 			     a->send_ops_flags : 0;
 	sv_qp_init_ex_ops(qp);
 
-	__atomic_add_fetch(&qp->scq->refcnt, 1, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&qp->rcq->refcnt, 1, __ATOMIC_RELEASE);
+	if (qp->scq)
+		__atomic_add_fetch(&qp->scq->refcnt, 1, __ATOMIC_RELEASE);
+	if (qp->rcq)
+		__atomic_add_fetch(&qp->rcq->refcnt, 1, __ATOMIC_RELEASE);
 	if (qp->srq)
 		__atomic_add_fetch(&qp->srq->refcnt, 1, __ATOMIC_RELEASE);
-	sv_pd_get(a->pd);
+	if (qp->xrcd)
+		sv_xrcd_get(qp->xrcd);
+	if (a->pd)
+		sv_pd_get(a->pd);
 	sv_engine_qp_publish(node, qpn, qp);     /* only now can frames find it */
 	sv_info("created qp %u type %d", qpn, a->qp_type);
 	return qp;
@@ -217,13 +257,18 @@ static bool no_extras(const struct ibv_qp_init_attr_ex *a)
 struct ibv_qp *sv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *a)
 {
 	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-			       IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+			       IBV_QP_INIT_ATTR_XRCD;
+	bool tgt = a->qp_type == IBV_QPT_XRC_RECV;
 	struct sv_qp *qp;
 
 	sv_engine_release_all_acks(to_sctx(context)->node);
-	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || (a->comp_mask & ~known)) {
-		errno = (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) ? EOPNOTSUPP :
-			!(a->comp_mask & IBV_QP_INIT_ATTR_PD) ? EINVAL : EOPNOTSUPP;
+	if (a->comp_mask & ~known) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(a->comp_mask & (tgt ? IBV_QP_INIT_ATTR_XRCD : IBV_QP_INIT_ATTR_PD))) {
+		errno = EINVAL;
 		return NULL;
 	}
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
@@ -291,11 +336,16 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	sv_cq_clean_qp(qp);
 	sv_async_purge(ibqp->context, ibqp);
 	sv_wait_acked(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, &qp->async_reported);
-	__atomic_sub_fetch(&qp->scq->refcnt, 1, __ATOMIC_RELEASE);
-	__atomic_sub_fetch(&qp->rcq->refcnt, 1, __ATOMIC_RELEASE);
-	if (qp->srq)
+	if (qp->xrcd) {
+		sv_xrcd_put(qp->xrcd);       /* a target holds no SRQ or CQ between requests */
+	} else {
+		__atomic_sub_fetch(&qp->scq->refcnt, 1, __ATOMIC_RELEASE);
+		__atomic_sub_fetch(&qp->rcq->refcnt, 1, __ATOMIC_RELEASE);
+	}
+	if (qp->srq && !qp->xrcd)
 		__atomic_sub_fetch(&qp->srq->refcnt, 1, __ATOMIC_RELEASE);
-	sv_pd_put(ibqp->pd);
+	if (ibqp->pd)
+		sv_pd_put(ibqp->pd);
 	sv_pd_buf_free(qp->sq.buf_pd, qp->sq.buf, SV_RES_QP_SQ);
 	sv_rq_free(&qp->rq);
 	pthread_mutex_destroy(&qp->lock);

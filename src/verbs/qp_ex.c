@@ -123,10 +123,19 @@ static void x_send_tso(struct ibv_qp_ex *q, void *hdr, uint16_t sz, uint16_t mss
 {
 	x_unsupported(xqp(q));
 }
-static void x_xrc_srqn(struct ibv_qp_ex *q, uint32_t srqn) { x_unsupported(xqp(q)); }
+static void x_xrc_srqn(struct ibv_qp_ex *q, uint32_t srqn)
+{
+	xqp(q)->ex_wr.qp_type.xrc.remote_srqn = srqn;
+}
+/* ibv_wr_atomic_write(3): the 8 bytes at `wr` are copied now. */
 static void x_atomic_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, const void *wr)
 {
-	x_unsupported(xqp(q));
+	struct sv_qp *qp = xqp(q);
+
+	rdma(q, IBV_WR_ATOMIC_WRITE, rkey, addr);
+	memcpy(qp->ex_inline, wr, 8);
+	qp->ex_sge[0] = (struct ibv_sge){ .addr = (uintptr_t)qp->ex_inline, .length = 8 };
+	qp->ex_wr.num_sge = 1;
 }
 
 static void x_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)

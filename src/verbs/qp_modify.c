@@ -11,7 +11,8 @@
 #include "util/log.h"
 #include "verbs/sv.h"
 
-enum { T_RC, T_UC, T_UD, T_NTYPES };
+/* XI: XRC initiator (XRC_SEND), XT: XRC target (XRC_RECV). */
+enum { T_RC, T_UC, T_UD, T_XI, T_XT, T_NTYPES };
 
 struct sv_transition {
 	uint32_t req[T_NTYPES];
@@ -25,7 +26,9 @@ struct sv_transition {
 #define INIT_ATTRS {								\
 	[T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,		\
 	[T_UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,		\
-	[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY }
+	[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,			\
+	[T_XI] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,		\
+	[T_XT] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS }
 
 /* RTS->RTS and SQD->RTS may change the same attributes: the QP is (back) in RTS. */
 #define RTS_AGAIN_ATTRS {							\
@@ -33,7 +36,11 @@ struct sv_transition {
 		 IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER,			\
 	[T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |	\
 		 IBV_QP_PATH_MIG_STATE,						\
-	[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY }
+	[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,				\
+	[T_XI] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |	\
+		 IBV_QP_PATH_MIG_STATE,						\
+	[T_XT] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |	\
+		 IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER }
 
 static const struct sv_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 	[IBV_QPS_RESET] = {
@@ -50,10 +57,17 @@ static const struct sv_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 					  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 					  IBV_QP_MIN_RNR_TIMER,
 				 [T_UC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					  IBV_QP_RQ_PSN },
+					  IBV_QP_RQ_PSN,
+				 [T_XI] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					  IBV_QP_RQ_PSN,
+				 [T_XT] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					  IBV_QP_MIN_RNR_TIMER },
 			.opt = { [T_RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
 				 [T_UC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
-				 [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY } },
+				 [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+				 [T_XI] = IBV_QP_ALT_PATH | IBV_QP_PKEY_INDEX,
+				 [T_XT] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX } },
 	},
 	[IBV_QPS_RTR] = {
 		[IBV_QPS_RESET] = { .valid = true },
@@ -61,12 +75,19 @@ static const struct sv_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		[IBV_QPS_RTS]   = { .valid = true,
 			.req = { [T_RC] = IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 					  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
-				 [T_UC] = IBV_QP_SQ_PSN, [T_UD] = IBV_QP_SQ_PSN },
+				 [T_UC] = IBV_QP_SQ_PSN, [T_UD] = IBV_QP_SQ_PSN,
+				 [T_XI] = IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
+				 [T_XT] = IBV_QP_TIMEOUT | IBV_QP_SQ_PSN },
 			.opt = { [T_RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
 					  IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
 				 [T_UC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
 					  IBV_QP_PATH_MIG_STATE,
-				 [T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY } },
+				 [T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+				 [T_XI] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					  IBV_QP_PATH_MIG_STATE,
+				 [T_XT] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					  IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE } },
 	},
 	[IBV_QPS_RTS] = {
 		[IBV_QPS_RESET] = { .valid = true },
@@ -74,7 +95,9 @@ static const struct sv_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		[IBV_QPS_RTS]   = { .valid = true, .opt = RTS_AGAIN_ATTRS },
 		[IBV_QPS_SQD]   = { .valid = true,
 			.opt = { [T_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY, [T_UC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
-				 [T_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY } },
+				 [T_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				 [T_XI] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				 [T_XT] = IBV_QP_EN_SQD_ASYNC_NOTIFY } },
 	},
 	[IBV_QPS_SQD] = {
 		[IBV_QPS_RESET] = { .valid = true },
@@ -105,7 +128,13 @@ static const struct sv_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 
 static int type_index(enum ibv_qp_type t)
 {
-	return t == IBV_QPT_RC ? T_RC : t == IBV_QPT_UC ? T_UC : T_UD;
+	switch (t) {
+	case IBV_QPT_RC:       return T_RC;
+	case IBV_QPT_UC:       return T_UC;
+	case IBV_QPT_XRC_SEND: return T_XI;
+	case IBV_QPT_XRC_RECV: return T_XT;
+	default:               return T_UD;
+	}
 }
 
 /* Values the device cannot take, whatever the transition. */

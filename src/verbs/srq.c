@@ -142,17 +142,47 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init
 	return srq ? &srq->ibsrq : NULL;
 }
 
+/* An XRC SRQ names its domain and the CQ its receives complete on. */
+static int xrc_attach(struct sv_srq *srq, struct ibv_srq_init_attr_ex *a)
+{
+	const uint32_t need = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+
+	if ((a->comp_mask & need) != need || !a->xrcd || !a->cq)
+		return EINVAL;
+	srq->xrcd = (struct sv_xrcd *)a->xrcd;
+	srq->cq = to_scq(a->cq);
+	srq->ibsrq.srq_context = a->srq_context;
+	sv_xrcd_get(srq->xrcd);
+	__atomic_add_fetch(&srq->cq->refcnt, 1, __ATOMIC_RELEASE);
+	sv_xrc_srq_add(srq);
+	return 0;
+}
+
 struct ibv_srq *sv_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *a)
 {
+	enum ibv_srq_type type = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? a->srq_type :
+				 IBV_SRQT_BASIC;
 	struct sv_srq *srq;
+	int err;
 
-	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) ||
-	    ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC)) {
+	if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
 	srq = srq_create(a->pd, &a->attr, a->srq_context);
-	return srq ? &srq->ibsrq : NULL;
+	if (!srq || type != IBV_SRQT_XRC)
+		return srq ? &srq->ibsrq : NULL;
+	err = xrc_attach(srq, a);
+	if (err) {
+		ibv_destroy_srq(&srq->ibsrq);
+		errno = err;
+		return NULL;
+	}
+	return &srq->ibsrq;
 }
 
 int sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
@@ -217,6 +247,11 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 
 	if (__atomic_load_n(&srq->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
+	if (srq->xrcd) {
+		sv_xrc_srq_del(srq);
+		sv_xrcd_put(srq->xrcd);
+		__atomic_sub_fetch(&srq->cq->refcnt, 1, __ATOMIC_RELEASE);
+	}
 	sv_async_purge(ibsrq->context, ibsrq);
 	sv_wait_acked(&ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed,
 		      &srq->async_reported);

@@ -49,6 +49,7 @@
 #define SV_ODP_UD (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV)
 #define SV_ODP_UC (SV_ODP_UD | IBV_ODP_SUPPORT_WRITE)
 #define SV_ODP_RC (SV_ODP_UC | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC)
+#define SV_ODP_XRC (SV_ODP_RC & ~IBV_ODP_SUPPORT_RECV)   /* receives are an SRQ's */
 
 struct sv_node;
 struct sv_conn;
@@ -243,6 +244,18 @@ struct sv_srq {
 	uint32_t srq_num;
 	int refcnt;
 	uint32_t async_reported;
+	/* an XRC SRQ (verbs/xrc.c): its domain, and the CQ its receives go to */
+	struct sv_xrcd *xrcd;
+	struct sv_cq *cq;
+	struct sv_list xrc_link;     /* the XRC SRQs, by number */
+};
+
+/* An XRC domain (verbs/xrc.c).  Domains opened on the same file share
+ * `dom`: an XRC SRQ serves the target QPs of its domain. */
+struct sv_xrcd {
+	struct ibv_xrcd ibxrcd;
+	uint64_t dom;
+	int refcnt;                  /* SRQs and target QPs in it */
 };
 
 struct sv_ah {
@@ -287,6 +300,7 @@ struct sv_swqe {
 			uint32_t bind_lkey;          /* the MR's (found again when it runs), 0: none */
 		};
 	};
+	uint32_t xrc_srqn;           /* XRC: the SRQ it is for, at the target */
 	/* UD */
 	struct sockaddr_in ud_dst;
 	uint32_t ud_qpn, ud_qkey;
@@ -348,8 +362,9 @@ struct sv_qp {
 	bool sq_sig_all;
 	struct sv_sq sq;
 	struct sv_rq rq;
-	struct sv_cq *scq, *rcq;
-	struct sv_srq *srq;
+	struct sv_cq *scq, *rcq;     /* an XRC target's: its current request's SRQ's */
+	struct sv_srq *srq;          /* an XRC target's: its current request's, held */
+	struct sv_xrcd *xrcd;        /* an XRC target's domain */
 	uint32_t send_ops_flags;     /* qp_ex */
 
 	/* addressing of the peer (RC/UC) */
@@ -391,6 +406,7 @@ struct sv_qp {
 		uint32_t status;         /* receive completion status */
 		uint32_t nak;            /* NAK to send at the end (0: none) */
 		bool pull;               /* a pulled SEND: data comes from the peer */
+		struct ibv_pd *pd;       /* its accesses are checked in (an XRC SRQ's) */
 		const void *conn;        /* the channel it came on */
 		int ndst;                /* ... into these receive segments */
 		struct iovec dst[SV_MAX_SGE];
@@ -535,6 +551,26 @@ int sv_rq_post(struct sv_rq *rq, struct ibv_recv_wr *wr, struct ibv_recv_wr **ba
 /* Take one receive WQE from the QP's RQ or SRQ into `out`; false if none. */
 bool sv_qp_take_rwqe(struct sv_qp *qp, struct sv_rwqe *out);
 void sv_srq_check_limit(struct sv_srq *srq);
+
+/* xrc.c */
+struct ibv_xrcd *sv_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr);
+int sv_close_xrcd(struct ibv_xrcd *xrcd);
+void sv_xrcd_get(struct sv_xrcd *x);
+void sv_xrcd_put(struct sv_xrcd *x);
+void sv_xrc_srq_add(struct sv_srq *srq);
+void sv_xrc_srq_del(struct sv_srq *srq);
+struct sv_srq *sv_xrc_target_srq(struct sv_qp *tgt, uint32_t srqn);
+static inline bool sv_qp_is_xrc_tgt(const struct sv_qp *qp)
+{
+	return qp->ibqp.qp_base.qp_type == IBV_QPT_XRC_RECV;
+}
+/* RC and both XRC ends: reliable, connected, one peer QP. */
+static inline bool sv_qp_is_rc(const struct sv_qp *qp)
+{
+	enum ibv_qp_type t = qp->ibqp.qp_base.qp_type;
+
+	return t == IBV_QPT_RC || t == IBV_QPT_XRC_SEND || t == IBV_QPT_XRC_RECV;
+}
 
 /* qp.c */
 void sv_qp_to_error(struct sv_qp *qp);

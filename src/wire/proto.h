@@ -39,6 +39,7 @@ enum sv_op {
 			      * into us whose HELLO carried nonce data0? */
 	SV_OP_VERIFY_ACK,    /* the answer, on the same channel: imm 1 yes, 0 no */
 	SV_OP_SEND_INV,      /* SEND with invalidate: imm is the rkey to invalidate */
+	SV_OP_ATOMIC_WRITE,  /* 8 bytes (data0) stored at va in one access; ACKed as a WRITE */
 	SV_OP_MAX
 };
 

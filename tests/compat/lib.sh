@@ -110,6 +110,7 @@ sv_sanitizer_report() { pl_sanitizer_report "$1"; }
 # sv_check KIND ROLE LOG: does the output show what the program measured?
 #   pingpong: "N bytes in T seconds" (and the iters line is printed with it)
 #   perftest: perftest's result table: a "#bytes" header and a row of numbers
+#   success:  a line "success" (ibv_xsrq_pingpong's report)
 #   exit:     nothing beyond the exit status
 sv_check() {
   local kind=$1 role=$2 log=$3 table line
@@ -124,6 +125,10 @@ sv_check() {
         sv_log "$role printed no result table"; return 1
       fi
       while IFS= read -r line; do echo "$role measured: $line"; done <<<"$table" ;;
+    success)
+      if ! grep -q '^success$' "$log"; then
+        sv_log "$role printed no 'success' line"; return 1
+      fi ;;
     exit) ;;
     *) sv_fail "sv_check: unknown kind $kind" ;;
   esac

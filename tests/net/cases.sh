@@ -55,6 +55,11 @@ case_rc_pingpong_1m() { pingpong ibv_rc_pingpong -s 1048576 -n 100; }
 case_ud_pingpong() { pingpong ibv_ud_pingpong -g 0 -s 1024; }
 case_srq_pingpong() { pingpong ibv_srq_pingpong -g 0 -q 8; }
 case_uc_pingpong() { pingpong ibv_uc_pingpong -g 0; }
+case_xsrq_pingpong() {
+  SVN_SERVER_EXPECT=('^success$')
+  SVN_CLIENT_EXPECT=('^success$')
+  pingpong ibv_xsrq_pingpong -g 0 -n 100
+}
 
 # Same host over the network path: both programs in h1, forced onto TCP
 # channels.  While they run, the host must show a TCP connection other than

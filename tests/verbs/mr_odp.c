@@ -24,7 +24,9 @@ static void caps(struct ibv_context *ctx)
 	CHECK_EQ(a.odp_caps.per_transport_caps.rc_odp_caps & 0x3f, 0x3f);
 	CHECK(a.odp_caps.per_transport_caps.ud_odp_caps & IBV_ODP_SUPPORT_SEND);
 	CHECK(a.odp_caps.per_transport_caps.ud_odp_caps & IBV_ODP_SUPPORT_RECV);
-	CHECK_EQ(a.xrc_odp_caps, 0);            /* no XRC */
+	/* XRC: all of RC's but receives, which are its SRQs' */
+	CHECK_EQ(a.xrc_odp_caps, IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_SRQ_RECV |
+		 IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC);
 }
 
 /* SEND, WRITE, READ and an atomic between a's buffer and b's. */
