@@ -2,9 +2,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/api.h"
@@ -262,23 +265,99 @@ static void set_verbs_ops(struct verbs_context *v)
 	v->sz = sizeof(*v);
 }
 
-/* There is no uverbs device behind cmd_fd, but callers dup it or hand it to
- * ibv_import_device (which answers EOPNOTSUPP), and -1 failed them with
- * EBADF first.  An eventfd nothing signals refuses a command written to it. */
+/* There is no uverbs device behind cmd_fd, but callers dup it and hand it to
+ * ibv_import_device (verbs/import.c), which knows the context by the
+ * descriptor's inode: an empty memfd of its own, sealed so that a command
+ * written to it fails. */
 static int open_cmd_fd(void)
 {
-	return eventfd(0, EFD_CLOEXEC);
+	int fd = memfd_create(SV_CMD_FD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd >= 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_GROW | F_SEAL_SHRINK |
+			     F_SEAL_WRITE)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sv_list contexts = SV_LIST_INIT(contexts);
+
+static uint64_t fd_inode(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? 0 : (uint64_t)st.st_ino;
+}
+
+/* The device of this process's contexts on device context `dev_ctx`, if any. */
+static struct ibv_device *context_device(uint64_t dev_ctx)
+{
+	struct ibv_device *dev = NULL;
+	struct sv_list *pos;
+
+	pthread_mutex_lock(&ctx_lock);
+	sv_list_for_each(pos, &contexts) {
+		struct sv_context *c = sv_container_of(pos, struct sv_context, link);
+
+		if (c->dev_ctx == dev_ctx && c->pid == getpid())
+			dev = c->vctx.context.device;
+	}
+	pthread_mutex_unlock(&ctx_lock);
+	return dev;
+}
+
+/* Is `fd` the cmd_fd of a softverbs context (a memfd of that name)? */
+static bool is_cmd_fd(int fd)
+{
+	char path[64], target[128];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = 0;
+	return strstr(target, "memfd:" SV_CMD_FD_NAME) != NULL;
+}
+
+/* ibv_import_device(3): a context on the device context whose cmd_fd was
+ * dup'd into `cmd_fd`.  Objects are this process's memory: a device
+ * context of another process (its cmd_fd passed over SCM_RIGHTS or
+ * inherited) cannot be shared, and is EOPNOTSUPP. */
+struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	struct ibv_device *dev;
+
+	if (!is_cmd_fd(cmd_fd)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	dev = context_device(fd_inode(cmd_fd));
+	if (!dev) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return sv_context_open(dev, cmd_fd);
 }
 
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
-	struct sv_context *ctx;
-	struct ibv_context *c;
-
 	if (!sv_is_our_device(device)) {
 		errno = ENODEV;
 		return NULL;
 	}
+	return sv_context_open(device, -1);
+}
+
+/* A context on `device`; cmd_fd -1: a new device context, else the
+ * (dup'd) descriptor of an existing one, which the context takes. */
+struct ibv_context *sv_context_open(struct ibv_device *device, int cmd_fd)
+{
+	struct sv_context *ctx;
+	struct ibv_context *c;
+
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx) {
 		errno = ENOMEM;
@@ -286,8 +365,9 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	c = &ctx->vctx.context;
 	ctx->node = sv_engine_open();
-	c->cmd_fd = -1;
-	if (sv_evfd_init(&ctx->async_ev) || !ctx->node || (c->cmd_fd = open_cmd_fd()) < 0) {
+	c->cmd_fd = cmd_fd;
+	if (sv_evfd_init(&ctx->async_ev) || !ctx->node ||
+	    (cmd_fd < 0 && (c->cmd_fd = open_cmd_fd()) < 0)) {
 		int e = ctx->node ? errno : ENOMEM;
 
 		if (ctx->node)
@@ -307,6 +387,11 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->num_comp_vectors = 1;
 	pthread_mutex_init(&c->mutex, NULL);
 	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	ctx->dev_ctx = fd_inode(c->cmd_fd);
+	ctx->pid = getpid();
+	pthread_mutex_lock(&ctx_lock);
+	sv_list_add_tail(&contexts, &ctx->link);
+	pthread_mutex_unlock(&ctx_lock);
 	return c;
 }
 
@@ -315,6 +400,9 @@ int ibv_close_device(struct ibv_context *context)
 	struct sv_context *ctx = to_sctx(context);
 	struct sv_list *pos, *tmp;
 
+	pthread_mutex_lock(&ctx_lock);
+	sv_list_del(&ctx->link);
+	pthread_mutex_unlock(&ctx_lock);
 	sv_list_for_each_safe(pos, tmp, &ctx->async_q) {
 		sv_list_del(pos);
 		free(sv_container_of(pos, struct sv_async_ev, link));

@@ -22,12 +22,15 @@ struct sv_dm {
 	struct ibv_dm ibdm;
 	uint8_t *buf;
 	size_t len, span;             /* asked, and mapped */
-	int mrs;                      /* MRs on it (dm_lock) */
+	int mrs;                      /* MRs and imports on it (dm_lock) */
+	struct sv_dm *origin;         /* ibv_import_dm's view of that DM */
+	struct sv_list link;          /* the process's DMs, to import */
 };
 
 static pthread_mutex_t dm_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t dm_used;                /* bytes of every DM of the process */
 static uint32_t dm_handles;
+static struct sv_list dms = SV_LIST_INIT(dms);
 
 static struct sv_dm *to_sdm(struct ibv_dm *dm) { return (struct sv_dm *)dm; }
 
@@ -113,8 +116,49 @@ struct ibv_dm *sv_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *at
 	dm->ibdm.comp_mask = IBV_DM_MASK_HANDLE;
 	pthread_mutex_lock(&dm_lock);
 	dm->ibdm.handle = ++dm_handles;
+	sv_list_add_tail(&dms, &dm->link);
 	pthread_mutex_unlock(&dm_lock);
 	return &dm->ibdm;
+}
+
+/* ibv_import_dm(3): a DM of `ctx`'s device context, the same memory; the
+ * DM cannot be freed while imported. */
+struct ibv_dm *ibv_import_dm(struct ibv_context *ctx, uint32_t handle)
+{
+	struct sv_dm *dm = NULL, *imp = calloc(1, sizeof(*imp));
+	struct sv_list *pos;
+
+	if (!imp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&dm_lock);
+	sv_list_for_each(pos, &dms) {
+		struct sv_dm *d = sv_container_of(pos, struct sv_dm, link);
+
+		if (d->ibdm.handle == handle && sv_same_dev_ctx(d->ibdm.context, ctx))
+			dm = d;
+	}
+	if (dm) {
+		*imp = *dm;
+		imp->origin = dm;
+		imp->mrs = 0;
+		imp->ibdm.context = ctx;
+		dm->mrs++;
+	}
+	pthread_mutex_unlock(&dm_lock);
+	if (!dm) {
+		free(imp);
+		errno = EINVAL;
+		return NULL;
+	}
+	return &imp->ibdm;
+}
+
+void ibv_unimport_dm(struct ibv_dm *ibdm)
+{
+	if (to_sdm(ibdm)->origin)
+		sv_free_dm(ibdm);
 }
 
 int sv_free_dm(struct ibv_dm *ibdm)
@@ -122,11 +166,18 @@ int sv_free_dm(struct ibv_dm *ibdm)
 	struct sv_dm *dm = to_sdm(ibdm);
 
 	pthread_mutex_lock(&dm_lock);
+	if (dm->origin && !dm->mrs) {
+		dm->origin->mrs--;            /* an import only goes away */
+		pthread_mutex_unlock(&dm_lock);
+		free(dm);
+		return 0;
+	}
 	if (dm->mrs) {
 		pthread_mutex_unlock(&dm_lock);
 		return EBUSY;                     /* an MR is still on it */
 	}
 	dm_used -= dm->len;
+	sv_list_del(&dm->link);
 	pthread_mutex_unlock(&dm_lock);
 	munmap(dm->buf, dm->span);
 	free(dm);

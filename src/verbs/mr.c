@@ -178,6 +178,7 @@ static int table_insert(struct sv_mr *mr)
 		return ENOMEM;
 	mr_table[slot] = mr;
 	mr->index = slot;
+	mr->ibmr.handle = slot;
 	new_key(mr);
 	if (!mr->mw)
 		sv_engine_mr_publish(mr);       /* a window is published when bound */
@@ -299,7 +300,7 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 		return IBV_REREG_MR_ERR_INPUT;
 	if ((flags & IBV_REREG_MR_CHANGE_PD) && !pd)
 		return IBV_REREG_MR_ERR_INPUT;
-	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && mr->dm)
+	if (((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && mr->dm) || mr->imported)
 		return IBV_REREG_MR_ERR_INPUT;      /* device memory stays device memory */
 
 	/* The write lock keeps our own engine out while memory moves; peers
@@ -356,11 +357,57 @@ bool sv_key_remove(struct sv_mr *entry)
 	return true;
 }
 
-/* ibv_alloc_mw(3): deregistration fails while a window is bound to it. */
+/* ibv_import_mr(3): an MR of `pd`'s device context and PD, seen from
+ * `pd` (its context may be an imported one); its address is not known
+ * there (NULL, as the man page says), its keys are the MR's. */
+struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t handle)
+{
+	struct sv_mr *mr = calloc(1, sizeof(*mr)), *e;
+
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_rwlock_rdlock(&mr_lock);
+	e = sv_key_at(handle);
+	if (e && !e->mw && !e->imported && to_spd(e->ibmr.pd)->id == to_spd(pd)->id &&
+	    sv_same_dev_ctx(e->ibmr.context, pd->context)) {
+		mr->ibmr = e->ibmr;
+		mr->access = e->access;
+		mr->iova = e->iova;
+		mr->index = e->index;
+	}
+	pthread_rwlock_unlock(&mr_lock);
+	if (!mr->ibmr.lkey) {
+		free(mr);
+		errno = EINVAL;
+		return NULL;
+	}
+	mr->ibmr.context = pd->context;
+	mr->ibmr.pd = pd;
+	mr->ibmr.addr = NULL;
+	mr->imported = true;
+	sv_pd_get(pd);
+	return &mr->ibmr;
+}
+
+void ibv_unimport_mr(struct ibv_mr *ibmr)
+{
+	if (to_smr(ibmr)->imported)
+		ibv_dereg_mr(ibmr);
+}
+
+/* ibv_alloc_mw(3): deregistration fails while a window is bound to it.
+ * An imported MR only goes away: the registration is its creator's. */
 int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct sv_mr *mr = to_smr(ibmr);
 
+	if (mr->imported) {
+		sv_pd_put(ibmr->pd);
+		free(mr);
+		return 0;
+	}
 	if (!sv_key_remove(mr))
 		return EBUSY;
 	sv_engine_mr_unshare(mr->share);

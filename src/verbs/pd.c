@@ -18,6 +18,10 @@ static struct sv_pd *pd_new(struct ibv_context *context)
 	return pd;
 }
 
+/* PDs that ibv_import_pd may find: their handle is their id. */
+static pthread_mutex_t pds_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sv_list pds = SV_LIST_INIT(pds);
+
 struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
 	static uint32_t next_id = 1;
@@ -26,7 +30,47 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	if (!pd)
 		return NULL;
 	pd->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+	pd->ibpd.handle = pd->id;
+	pthread_mutex_lock(&pds_lock);
+	sv_list_add_tail(&pds, &pd->link);
+	pthread_mutex_unlock(&pds_lock);
 	return &pd->ibpd;
+}
+
+/* ibv_import_pd(3): a PD of `ctx`'s device context, as a PD of `ctx`
+ * (interchangeable with it: the same id). */
+struct ibv_pd *ibv_import_pd(struct ibv_context *ctx, uint32_t handle)
+{
+	struct sv_pd *pd = NULL, *imp;
+	struct sv_list *pos;
+
+	pthread_mutex_lock(&pds_lock);
+	sv_list_for_each(pos, &pds) {
+		struct sv_pd *p = sv_container_of(pos, struct sv_pd, link);
+
+		if (p->id == handle && sv_same_dev_ctx(p->ibpd.context, ctx))
+			pd = p;
+	}
+	pthread_mutex_unlock(&pds_lock);
+	if (!pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	imp = pd_new(ctx);
+	if (!imp)
+		return NULL;
+	imp->id = pd->id;
+	imp->ibpd.handle = handle;
+	imp->imported = true;
+	return &imp->ibpd;
+}
+
+/* An imported PD goes as ibv_unimport_pd(3) says; the PD stays its
+ * creator's. */
+void ibv_unimport_pd(struct ibv_pd *pd)
+{
+	if (to_spd(pd)->imported)
+		ibv_dealloc_pd(pd);
 }
 
 int ibv_dealloc_pd(struct ibv_pd *ibpd)
@@ -35,6 +79,11 @@ int ibv_dealloc_pd(struct ibv_pd *ibpd)
 
 	if (__atomic_load_n(&pd->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
+	if (!pd->imported && !pd->protection) {
+		pthread_mutex_lock(&pds_lock);
+		sv_list_del(&pd->link);
+		pthread_mutex_unlock(&pds_lock);
+	}
 	if (pd->protection)
 		sv_pd_put(&pd->protection->ibpd);
 	if (pd->td)

@@ -69,6 +69,9 @@ struct sv_async_ev {
 struct sv_context {
 	struct verbs_context vctx;
 	struct sv_node *node;
+	uint64_t dev_ctx;            /* its cmd_fd's inode: shared by imported contexts */
+	pid_t pid;                   /* that opened it (a forked child's copy is no device context) */
+	struct sv_list link;         /* the process's contexts (verbs/context.c) */
 	pthread_mutex_t async_lock;
 	struct sv_list async_q;      /* of sv_async_ev */
 	struct sv_evfd async_ev;     /* == ibv_context.async_fd, readable while queued */
@@ -79,6 +82,8 @@ struct sv_pd {
 	uint32_t id;                 /* process-unique, published with MRs; a parent
 				      * domain has its protection domain's */
 	int refcnt;                  /* MRs, QPs, SRQs, AHs, parent domains using it */
+	bool imported;               /* ibv_import_pd's view of another context's */
+	struct sv_list link;         /* the process's PDs, to import (verbs/pd.c) */
 	/* a parent domain (ibv_alloc_parent_domain(3)): interchangeable with
 	 * `protection`, whose id it has; QP buffers come from its allocator */
 	struct sv_pd *protection;
@@ -123,6 +128,7 @@ struct sv_mr {
 	struct sv_mrmap *share;      /* peers may map it (transport/shm/mrmap.h) */
 	struct sv_mw *mw;            /* this entry is that window's */
 	uint32_t windows;            /* windows bound to this MR */
+	bool imported;               /* ibv_import_mr's view: not in the table */
 };
 
 /* Memory windows (verbs/mw.c), in the IB spec's states (10.6.7): a type 2
@@ -551,6 +557,15 @@ int sv_rq_post(struct sv_rq *rq, struct ibv_recv_wr *wr, struct ibv_recv_wr **ba
 /* Take one receive WQE from the QP's RQ or SRQ into `out`; false if none. */
 bool sv_qp_take_rwqe(struct sv_qp *qp, struct sv_rwqe *out);
 void sv_srq_check_limit(struct sv_srq *srq);
+
+/* context.c: device contexts.  Contexts imported from one (ibv_import_device(3))
+ * share its device context; PDs, MRs and DMs are imported in pd.c, mr.c, dm.c. */
+#define SV_CMD_FD_NAME "softverbs-context"
+struct ibv_context *sv_context_open(struct ibv_device *device, int cmd_fd);
+static inline bool sv_same_dev_ctx(struct ibv_context *a, struct ibv_context *b)
+{
+	return to_sctx(a)->dev_ctx == to_sctx(b)->dev_ctx;
+}
 
 /* xrc.c */
 struct ibv_xrcd *sv_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr);

@@ -2,11 +2,10 @@
  * softverbs: public verbs the software device cannot provide, and the sysfs
  * helpers.
  *
- * Importing objects from another process's command FD, ECE negotiation,
- * dma-buf registration and resolving Ethernet L2 addresses from a RoCE GID
- * all need a kernel uverbs device; softverbs has none.  Pointer-returning
- * calls give NULL with errno = EOPNOTSUPP, int-returning ones return
- * EOPNOTSUPP (and set errno), the unimport calls do nothing.
+ * ECE negotiation, dma-buf registration and resolving Ethernet L2
+ * addresses from a RoCE GID all need a kernel uverbs device; softverbs has
+ * none.  Pointer-returning calls give NULL with errno = EOPNOTSUPP,
+ * int-returning ones return EOPNOTSUPP (and set errno).
  */
 #define _GNU_SOURCE /* secure_getenv */
 #include <errno.h>
@@ -37,38 +36,6 @@ static void *sv_enotsup_null(void)
 {
 	errno = EOPNOTSUPP;
 	return NULL;
-}
-
-struct ibv_context *ibv_import_device(int cmd_fd)
-{
-	return sv_enotsup_null();
-}
-
-struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
-{
-	return sv_enotsup_null();
-}
-
-void ibv_unimport_pd(struct ibv_pd *pd)
-{
-}
-
-struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
-{
-	return sv_enotsup_null();
-}
-
-void ibv_unimport_mr(struct ibv_mr *mr)
-{
-}
-
-struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
-{
-	return sv_enotsup_null();
-}
-
-void ibv_unimport_dm(struct ibv_dm *dm)
-{
 }
 
 int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)

@@ -275,8 +275,7 @@ static int stubs(void)
 		"ibv_ack_cq_events",
 	};
 	static const char *const unsup_ptr[] = {
-		"ibv_import_device", "ibv_import_pd", "ibv_import_mr",
-		"ibv_import_dm", "ibv_reg_dmabuf_mr",
+		"ibv_reg_dmabuf_mr",
 		"_verbs_init_and_alloc_context", "verbs_open_device",
 	};
 	static const char *const unsup_int[] = {
@@ -311,7 +310,6 @@ static int stubs(void)
 		"ibv_cmd_resize_cq",
 	};
 	static const char *const unsup_void[] = {
-		"ibv_unimport_pd", "ibv_unimport_mr", "ibv_unimport_dm",
 		"verbs_register_driver_34", "verbs_set_ops",
 		"verbs_uninit_context", "verbs_init_cq", "__verbs_log",
 	};
