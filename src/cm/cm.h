@@ -37,6 +37,7 @@
 struct cm_device {
 	struct ibv_context *ctx;       /* opened once, kept while loaded */
 	struct ibv_pd *default_pd;     /* [G] allocated on first use */
+	struct ibv_xrcd *xrcd;         /* [G] the XRC ids' domain, opened on first use */
 	uint8_t port;                  /* first ACTIVE port (1 if none) */
 	uint16_t lid;
 	uint16_t pkey;
@@ -55,6 +56,7 @@ struct cm_device *cm_device_by_ctx(struct ibv_context *ctx);
 /* Device serving a local address (NULL address: the first device). */
 struct cm_device *cm_device_for_addr(const struct sockaddr *sa);
 struct ibv_pd *cm_device_default_pd(struct cm_device *dev);
+struct ibv_xrcd *cm_device_xrcd(struct cm_device *dev);
 int cm_device_index(struct cm_device *dev);
 int cm_device_monitor_fd(int idx);                 /* [G] */
 bool cm_device_monitor_fatal(int idx);             /* [G] */

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -164,6 +165,20 @@ struct ibv_pd *cm_device_default_pd(struct cm_device *dev)
 	if (!dev->default_pd)
 		dev->default_pd = ibv_alloc_pd(dev->ctx);
 	return dev->default_pd;
+}
+
+/* XRC target QPs and SRQs of every id on the device share one domain of
+ * its own (no file), as rdma-core's librdmacm does. */
+struct ibv_xrcd *cm_device_xrcd(struct cm_device *dev)
+{
+	struct ibv_xrcd_init_attr attr = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1, .oflags = O_CREAT,
+	};
+
+	if (!dev->xrcd)
+		dev->xrcd = ibv_open_xrcd(dev->ctx, &attr);
+	return dev->xrcd;
 }
 
 CM_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)

@@ -11,11 +11,6 @@
 #include <rdma/rdma_verbs.h>
 #include "cm/cm.h"
 
-static bool is_xrc(int qpt)
-{
-	return qpt == IBV_QPT_XRC_SEND || qpt == IBV_QPT_XRC_RECV;
-}
-
 CM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 			     struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
 {
@@ -26,9 +21,6 @@ CM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 
 	if (!id || !res)
 		return cm_set_errno(EINVAL);
-	/* softverbs has no XRC: fail before anything waits on a peer. */
-	if (is_xrc(res->ai_qp_type) || (qp_init_attr && is_xrc(qp_init_attr->qp_type)))
-		return cm_set_errno(EOPNOTSUPP);
 	ps = res->ai_port_space ? (enum rdma_port_space)res->ai_port_space :
 	     (res->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP);
 	if (rdma_create_id(NULL, &cm_id, NULL, ps))

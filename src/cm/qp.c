@@ -76,7 +76,8 @@ int cm_qp_attr(struct cm_id *p, struct ibv_qp_attr *attr, int *mask)
 		attr->ah_attr.grh.hop_limit = 64;
 		attr->ah_attr.grh.traffic_class = p->tos;
 		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-		if (p->id.qp_type != IBV_QPT_UC) {
+		/* responder attributes: not for UC nor an XRC initiator */
+		if (p->id.qp_type == IBV_QPT_RC || p->id.qp_type == IBV_QPT_XRC_RECV) {
 			attr->max_dest_rd_atomic = p->resp_res;
 			attr->min_rnr_timer = 0;
 			*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
@@ -89,8 +90,10 @@ int cm_qp_attr(struct cm_id *p, struct ibv_qp_attr *attr, int *mask)
 			return 0;
 		if (!has_remote(p))
 			return EINVAL;
-		if (p->id.qp_type != IBV_QPT_UC) {
-			attr->timeout = p->ack_timeout_set ? p->ack_timeout : 18;
+		attr->timeout = p->ack_timeout_set ? p->ack_timeout : 18;
+		if (p->id.qp_type == IBV_QPT_XRC_RECV)
+			*mask |= IBV_QP_TIMEOUT;        /* a target's requester sends nothing */
+		if (p->id.qp_type == IBV_QPT_RC || p->id.qp_type == IBV_QPT_XRC_SEND) {
 			attr->retry_cnt = p->retry_count;
 			attr->rnr_retry = p->rnr_retry_count;
 			attr->max_rd_atomic = p->init_depth;
@@ -222,11 +225,6 @@ static int create_cqs(struct cm_id *p, uint32_t send_size, uint32_t recv_size)
 	return 0;
 }
 
-static bool xrc_qp(enum ibv_qp_type t)
-{
-	return t == IBV_QPT_XRC_SEND || t == IBV_QPT_XRC_RECV;
-}
-
 /* Move a new QP to where rdma_create_qp promises: UD ready to send,
  * connected QPs in INIT (ready to post receives). */
 static int init_new_qp(struct cm_id *p, struct ibv_qp *qp)
@@ -247,14 +245,13 @@ CM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	struct cm_id *p;
 	struct ibv_pd *pd;
 	struct ibv_qp *qp;
+	bool tgt;
 	int err;
 
 	if (!id || !attr)
 		return cm_set_errno(EINVAL);
 	if (!attr->qp_type)
 		attr->qp_type = id->qp_type;
-	if (xrc_qp(attr->qp_type))
-		return cm_set_errno(EOPNOTSUPP);	/* no XRC in softverbs */
 	p = cm_id_of(id);
 	cm_lock();
 	err = EINVAL;
@@ -268,7 +265,16 @@ CM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	if ((id->recv_cq && attr->recv_cq && id->recv_cq != attr->recv_cq) ||
 	    (id->send_cq && attr->send_cq && id->send_cq != attr->send_cq))
 		goto out;
-	err = create_cqs(p, attr->send_cq ? 0 : attr->cap.max_send_wr,
+	/* an XRC target sends nothing; its receives are its SRQ's, on the
+	 * id's receive CQ (rdma_create_srq_ex) */
+	tgt = attr->qp_type == IBV_QPT_XRC_RECV;
+	if (tgt) {
+		attr->xrcd = cm_device_xrcd(p->dev);
+		if (!attr->xrcd)
+			goto out;
+		attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+	}
+	err = create_cqs(p, attr->send_cq || tgt ? 0 : attr->cap.max_send_wr,
 			 attr->recv_cq ? 0 : attr->cap.max_recv_wr);
 	if (err)
 		goto fail_cqs;
@@ -377,17 +383,31 @@ CM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 	struct cm_id *p;
 	struct ibv_pd *pd;
 	struct ibv_srq *srq;
+	bool xrc;
 	int err = EINVAL;
 
 	if (!id || !attr)
 		return cm_set_errno(EINVAL);
+	xrc = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type == IBV_SRQT_XRC;
 	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
-	    attr->srq_type != IBV_SRQT_BASIC)
-		return cm_set_errno(EOPNOTSUPP);	/* XRC / tag matching */
+	    attr->srq_type != IBV_SRQT_BASIC && !xrc)
+		return cm_set_errno(EOPNOTSUPP);	/* tag matching */
 	p = cm_id_of(id);
 	cm_lock();
 	if (id->srq || !id->verbs)
 		goto out;
+	/* an XRC SRQ: the device's domain, and the id's receive CQ */
+	if (xrc && !(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD)) {
+		attr->xrcd = cm_device_xrcd(p->dev);
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD;
+	}
+	if (xrc && !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ)) {
+		err = create_cqs(p, 0, attr->attr.max_wr);
+		if (err)
+			goto out;
+		attr->cq = id->recv_cq;
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_CQ;
+	}
 	pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) ? attr->pd : NULL;
 	if (!pd)
 		pd = id->pd ? id->pd : cm_device_default_pd(p->dev);
@@ -431,7 +451,8 @@ CM_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	ex.srq_context = attr->srq_context;
 	ex.attr = attr->attr;
 	ex.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
-	ex.srq_type = IBV_SRQT_BASIC;
+	/* an XRC target's id gets an XRC SRQ, as rdma-core's librdmacm does */
+	ex.srq_type = id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
 	ex.pd = pd;
 	ret = rdma_create_srq_ex(id, &ex);
 	if (!ret)

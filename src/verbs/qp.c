@@ -81,7 +81,8 @@ void sv_qp_to_error(struct sv_qp *qp)
 /* ---- create ---- */
 
 /* An XRC initiator has no receive side, a target no queue of its own:
- * what their attributes say of those is ignored, as the kernel does. */
+ * what their attributes say of those is ignored (in a copy), as the
+ * kernel does. */
 static int check_xrc(struct ibv_qp_init_attr_ex *a)
 {
 	if (a->qp_type == IBV_QPT_XRC_RECV) {
@@ -147,8 +148,9 @@ static int sq_init(struct sv_sq *sq, struct ibv_qp_cap *c, struct ibv_pd *pd)
 	return sq->buf ? 0 : ENOMEM;
 }
 
-static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a)
+static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
+	struct ibv_qp_init_attr_ex in = *attr, *a = &in;    /* check_xrc drops parts */
 	struct sv_node *node = to_sctx(context)->node;
 	struct sv_qp *qp;
 	uint32_t qpn = 0;
@@ -191,7 +193,7 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 	qp->cap.max_inline_data = qp->sq.max_inline;
 	qp->cap.max_recv_wr = qp->srq ? 0 : qp->rq.max_wr;
 	qp->cap.max_recv_sge = qp->srq ? 0 : qp->rq.max_sge;
-	a->cap = qp->cap;
+	attr->cap = qp->cap;
 
 	struct ibv_qp *q = &qp->ibqp.qp_base;
 	q->context = context;

@@ -2,7 +2,7 @@
 /*
  * QP/SRQ/CQ management through an rdma_cm_id: rdma_create_qp(_ex),
  * rdma_destroy_qp, rdma_create_srq(_ex), rdma_destroy_srq, rdma_init_qp_attr
- * before a connection, XRC refused with EOPNOTSUPP, ECE calls.
+ * before a connection, XRC initiator and target QPs and the XRC SRQ, ECE calls.
  * Port block: 27400-27419 (only bound, never connected).
  */
 #include "cmtest.h"
@@ -31,8 +31,7 @@ int main(void)
 	struct ibv_srq_init_attr_ex sx;
 	struct ibv_qp_attr qa;
 	struct ibv_ece ece = { .vendor_id = 0x1234, .options = 5 }, got;
-	struct rdma_addrinfo res;
-	struct sockaddr_in dst = loop_addr(27400);
+	uint32_t srqn;
 	int mask;
 
 	cmt_init("cm_qp", 60);
@@ -107,27 +106,35 @@ int main(void)
 	rdma_destroy_srq(id);
 	CHECK(!id->srq);
 
-	/* XRC: not in softverbs */
+	/* XRC: an initiator QP; a target QP (no PD) whose XRC SRQ takes the
+	 * id's receive CQ and the device's domain, as rdma-core's does */
+	memset(&ax, 0, sizeof(ax));
+	ax.qp_type = IBV_QPT_XRC_SEND;
+	ax.cap.max_send_wr = 1;
+	ax.cap.max_send_sge = 1;
+	CHECK_OK(rdma_create_qp_ex(id, &ax));
+	CHECK_EQ(id->qp->qp_type, IBV_QPT_XRC_SEND);
+	rdma_destroy_qp(id);
+	memset(&ax, 0, sizeof(ax));
+	ax.qp_type = IBV_QPT_XRC_RECV;
+	ax.cap.max_recv_wr = 1;
+	CHECK_OK(rdma_create_qp_ex(id, &ax));
+	CHECK(id->qp->pd == NULL && id->recv_cq);
+	CHECK_EQ(id->qp_type, IBV_QPT_XRC_RECV);
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = 1;
+	sa.attr.max_sge = 1;
+	CHECK_OK(rdma_create_srq(id, NULL, &sa));	/* XRC, for an XRC target's id */
+	CHECK_OK(ibv_get_srq_num(id->srq, &srqn));
+	CHECK(srqn != 0);
+	rdma_destroy_srq(id);
+	rdma_destroy_qp(id);
 	memset(&sx, 0, sizeof(sx));
 	sx.attr.max_wr = 1;
 	sx.attr.max_sge = 1;
 	sx.comp_mask = IBV_SRQ_INIT_ATTR_TYPE;
-	sx.srq_type = IBV_SRQT_XRC;
-	CHECK_ERR(rdma_create_srq_ex(id, &sx), EOPNOTSUPP);
-	memset(&ax, 0, sizeof(ax));
-	ax.qp_type = IBV_QPT_XRC_SEND;
-	ax.cap.max_send_wr = 1;
-	CHECK_ERR(rdma_create_qp_ex(id, &ax), EOPNOTSUPP);
-	memset(&res, 0, sizeof(res));
-	res.ai_qp_type = IBV_QPT_XRC_SEND;
-	res.ai_port_space = RDMA_PS_IB;
-	res.ai_dst_addr = (struct sockaddr *)&dst;
-	res.ai_dst_len = sizeof(dst);
-	{
-		struct rdma_cm_id *ep;
-
-		CHECK_ERR(rdma_create_ep(&ep, &res, NULL, NULL), EOPNOTSUPP);
-	}
+	sx.srq_type = IBV_SRQT_TM;
+	CHECK_ERR(rdma_create_srq_ex(id, &sx), EOPNOTSUPP);	/* no tag matching */
 	CHECK_OK(rdma_destroy_id(id));
 
 	/* UD QP: ready to send at once */

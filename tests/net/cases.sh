@@ -141,6 +141,15 @@ case_rdma_server() {
   svn_pair 7471
 }
 
+case_rdma_xserver() {
+  svn_hosts_up
+  SVN_SERVER=(rdma_xserver -c x)
+  SVN_CLIENT=(rdma_xclient -s "$SVN_H1" -c x)
+  SVN_SERVER_EXPECT=('rdma_xserver: end 0')
+  SVN_CLIENT_EXPECT=('rdma_xclient: end 0')
+  svn_pair 7471
+}
+
 # --- security (docs/security.md) ------------------------------------------------
 
 # A stranger (uid 65534) on the peer's own host says HELLO to the victim QP

@@ -109,11 +109,9 @@ static void check_bad_fds(void)
 	pid = fork();
 	CHECK(pid >= 0);
 	if (!pid) {
-		/* the child's copy of the context is not the device context */
-		struct ibv_device **l = ibv_get_device_list(NULL);
-		struct ibv_context *c = ibv_open_device(l[0]);
-
-		_exit(c && !ibv_import_device(fd) && errno == EOPNOTSUPP ? 0 : 1);
+		/* the child's copy of the context is not the device context
+		 * (and it starts no thread: TSan cannot follow one here) */
+		_exit(!ibv_import_device(fd) && errno == EOPNOTSUPP ? 0 : 1);
 	}
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
