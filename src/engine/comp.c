@@ -3,6 +3,8 @@
  * send WQEs strictly in order, and runs the requester's timers (ack timeout
  * -> RETRY_EXC_ERR, RNR back-off -> RNR_RETRY_EXC_ERR, reconnect).
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/engine.h"
@@ -56,10 +58,74 @@ void sv_comp_reap(struct sv_qp *qp)
 SV_NAME_TABLE(sv_swqe_state_name, enum sv_swqe_state, SV_SWQE_NSTATES,
 	      [SV_SWQE_POSTED] = "POSTED", [SV_SWQE_SENT] = "SENT", [SV_SWQE_DONE] = "DONE")
 
+static const char *const wr_name[] = {
+	[IBV_WR_RDMA_WRITE] = "RDMA_WRITE", [IBV_WR_RDMA_WRITE_WITH_IMM] = "RDMA_WRITE_WITH_IMM",
+	[IBV_WR_SEND] = "SEND", [IBV_WR_SEND_WITH_IMM] = "SEND_WITH_IMM",
+	[IBV_WR_RDMA_READ] = "RDMA_READ", [IBV_WR_ATOMIC_CMP_AND_SWP] = "ATOMIC_CMP_AND_SWP",
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = "ATOMIC_FETCH_AND_ADD", [IBV_WR_LOCAL_INV] = "LOCAL_INV",
+	[IBV_WR_BIND_MW] = "BIND_MW", [IBV_WR_SEND_WITH_INV] = "SEND_WITH_INV",
+	[IBV_WR_ATOMIC_WRITE] = "ATOMIC_WRITE",
+};
+
+/* Which of the WQE's SGEs breaks a key rule, and which ("" if none). */
+static void sges_why(struct sv_qp *qp, const struct sv_swqe *w, char *buf, size_t size)
+{
+	bool into = w->opcode == IBV_WR_RDMA_READ || w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	char why[160];
+
+	snprintf(buf, size, "%s", "");
+	for (uint32_t i = 0; i < w->num_sge; i++) {
+		sv_mr_why(qp->ibqp.qp_base.pd, 0, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length,
+			  into ? SV_LOCAL_WRITE : SV_LOCAL_READ, why, sizeof(why));
+		if (why[0]) {
+			snprintf(buf, size, "sge[%u] %s", i, why);
+			return;
+		}
+	}
+}
+
+/* The requester's side of the rule a failed WQE broke (the responder's
+ * log names its own: engine/resp.c). */
+static void explain_fail(struct sv_qp *qp, const struct sv_swqe *w, enum ibv_wc_status st)
+{
+	const char *op = w->opcode < sizeof(wr_name) / sizeof(wr_name[0]) && wr_name[w->opcode] ?
+			 wr_name[w->opcode] : "?";
+	char why[200] = "";
+
+	switch (st) {
+	case IBV_WC_LOC_PROT_ERR:
+		sges_why(qp, w, why, sizeof(why));
+		break;
+	case IBV_WC_REM_ACCESS_ERR:
+		snprintf(why, sizeof(why), "QP %#x refused rkey %#x for [%#" PRIx64 ", +%u)",
+			 qp->peer_qpn, w->rkey, w->remote_addr, w->length);
+		break;
+	case IBV_WC_REM_INV_REQ_ERR:
+		snprintf(why, sizeof(why), "QP %#x found it invalid (its access flags, its receive "
+			 "size or the address; its log says which)", qp->peer_qpn);
+		break;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		snprintf(why, sizeof(why), "QP %#x had no receive posted: %u RNR NAKs "
+			 "(rnr_retry %u)", qp->peer_qpn, qp->rnr_retries, qp->attr.rnr_retry);
+		break;
+	case IBV_WC_RETRY_EXC_ERR:
+		snprintf(why, sizeof(why), "no answer from QP %#x in %u tries of timeout %u: "
+			 "its process or host is gone, or its QP is not ready",
+			 qp->peer_qpn, qp->attr.retry_cnt + 1, qp->attr.timeout);
+		break;
+	default:
+		break;
+	}
+	/* flushes are no error of their own; mw.c named the rule of these */
+	if (st != IBV_WC_WR_FLUSH_ERR && st != IBV_WC_MW_BIND_ERR && st != IBV_WC_LOC_QP_OP_ERR)
+		sv_qp_explain(qp, "%s wr_id %llu: %s%s%s", op, (unsigned long long)w->wr_id, why,
+			      why[0] ? ": " : "", ibv_wc_status_str(st));
+}
+
 void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
 {
-	sv_info("qp %u: wr %llu fails with %s", qp->ibqp.qp_base.qp_num,
-		(unsigned long long)w->wr_id, ibv_wc_status_str(st));
+	explain_fail(qp, w, st);
 	/* everything before it is done or flushed; make it next in line */
 	for (uint32_t i = qp->sq.head; sv_sq_at(&qp->sq, i) != w; i++) {
 		struct sv_swqe *p = sv_sq_at(&qp->sq, i);

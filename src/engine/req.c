@@ -177,18 +177,11 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 		sv_comp_fail(qp, w, st);
 		return true;
 	}
-	switch (sv_chan_direct(c, &d)) {
-	case 0:
-		break;
-	case -EINVAL:
-		sv_comp_fail(qp, w, IBV_WC_REM_INV_REQ_ERR);
-		return true;
-	case -EACCES:
-		sv_comp_fail(qp, w, IBV_WC_REM_ACCESS_ERR);
-		return true;
-	default:
+	/* Refused (-EACCES, -EINVAL for a misaligned atomic), or not ours to
+	 * do: the request travels, and the responder decides, names the rule
+	 * it breaks and goes to ERR with the requester, as on the wire. */
+	if (sv_chan_direct(c, &d))
 		return false;
-	}
 	sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 	qp->sq.next++;
 	sv_comp_reap(qp);

@@ -7,6 +7,7 @@
  * payload goes; sv_resp_end() runs when the payload is placed and completes.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/engine.h"
@@ -16,16 +17,64 @@
 
 static bool is_rc(struct sv_qp *qp) { return sv_qp_is_rc(qp); }
 
+static const char *const nak_name[] = {
+	[SV_NAK_RNR] = "RNR", [SV_NAK_INV_REQ] = "invalid request",
+	[SV_NAK_REM_ACCESS] = "remote access", [SV_NAK_REM_OP] = "remote operation",
+};
+
 /* Decide a fatal error: RC answers with a NAK and both ends go to ERR;
- * UC drops the message silently. */
-static void resp_fail(struct sv_qp *qp, enum sv_nak nak, enum ibv_wc_status st)
+ * UC drops the message silently.  `why` names the rule it broke. */
+static void resp_fail(struct sv_qp *qp, enum sv_nak nak, enum ibv_wc_status st,
+		      const char *why)
 {
+	const struct sv_conn *c = qp->rctx.conn;
+	const struct sv_wire_hdr *h = &c->qc->rx_hdr;
+	const struct sv_opinfo *oi = sv_op_info(h->opcode);
+
+	sv_qp_explain(qp, "%s psn %u from QP %#x: %s: %s%s%s", oi ? oi->name : "?", h->psn,
+		      h->src_qpn, why, is_rc(qp) ? "NAK " : "dropped",
+		      is_rc(qp) ? nak_name[nak] : "",
+		      qp->rctx.have_wqe ? ", the receive completes with an error" : "");
 	qp->rctx.drop = true;
 	qp->rctx.ack = false;
 	if (qp->rctx.have_wqe)
 		qp->rctx.status = st;
 	if (is_rc(qp))
 		qp->rctx.nak = nak;
+}
+
+/* Why the responder refuses an access to [va, +len) through `rkey`. */
+static void access_fail(struct sv_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
+			enum sv_access_dir dir)
+{
+	char why[200];
+
+	sv_mr_why(qp->rctx.pd, qp->ibqp.qp_base.qp_num, rkey, va, len, dir, why, sizeof(why));
+	resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR,
+		  why[0] ? why : "its memory went away meanwhile");
+}
+
+/* Why the consumed receive WQE cannot take the message. */
+static void receive_fail(struct sv_qp *qp, uint32_t len, size_t total, bool prot)
+{
+	const struct sv_rwqe *w = &qp->rctx.wqe.w;
+	char why[200] = "", one[160];
+
+	for (uint32_t i = 0; prot && !why[0] && i < w->num_sge; i++) {
+		sv_mr_why(qp->rctx.pd, 0, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length,
+			  SV_LOCAL_WRITE, one, sizeof(one));
+		if (one[0])
+			snprintf(why, sizeof(why), "receive wr_id %llu sge[%u] %s",
+				 (unsigned long long)w->wr_id, i, one);
+	}
+	if (prot) {
+		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR,
+			  why[0] ? why : "its receive's memory went away meanwhile");
+		return;
+	}
+	snprintf(why, sizeof(why), "the message is %u bytes, receive wr_id %llu holds %zu",
+		 len, (unsigned long long)w->wr_id, total);
+	resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_LOC_LEN_ERR, why);
 }
 
 static bool access_allowed(struct sv_qp *qp, uint8_t op)
@@ -51,12 +100,8 @@ static bool access_allowed(struct sv_qp *qp, uint8_t op)
  * `len`-byte message?  If not, the request fails. */
 static bool rwqe_fits(struct sv_qp *qp, enum ibv_wc_status st, size_t total, uint32_t len)
 {
-	if (st != IBV_WC_SUCCESS) {
-		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
-		return false;
-	}
-	if (len > total) {
-		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_LOC_LEN_ERR);
+	if (st != IBV_WC_SUCCESS || len > total) {
+		receive_fail(qp, len, total, st != IBV_WC_SUCCESS);
 		return false;
 	}
 	return true;
@@ -122,7 +167,7 @@ static ssize_t pull_copy(struct sv_qp *qp, struct sv_conn *c, const struct sv_wi
 	sv_mr_rdlock();
 	if (pull_dst(qp, &total) != IBV_WC_SUCCESS || total < h->rlen) {
 		sv_mr_unlock();
-		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
+		receive_fail(qp, h->rlen, total, true);
 		return 0;
 	}
 	r = sv_chan_pull(c, c->qc->pull_rx, n, qp->rctx.dst, qp->rctx.ndst, h->rlen);
@@ -169,7 +214,7 @@ static void exec_read(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_
 	epoch = sv_mr_epoch;
 	sv_mr_unlock();
 	if (!src) {
-		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
+		access_fail(qp, h->rkey, h->va, h->rlen, SV_REMOTE_READ);
 		return;
 	}
 	f = sv_xmit_rd_resp_slot(c, h->psn);
@@ -219,11 +264,12 @@ static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wir
 	uint64_t orig;
 
 	if (h->va & 7) {
-		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
+		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR,
+			  "an atomic's address must be 8-byte aligned");
 		return;
 	}
 	if (!atomic_op(qp, h, &orig)) {
-		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
+		access_fail(qp, h->rkey, h->va, 8, SV_REMOTE_ATOMIC);
 		return;
 	}
 	f = sv_xmit_rd_resp_slot(c, h->psn);
@@ -241,7 +287,8 @@ static void exec_atomic_write(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	uint64_t *p;
 
 	if (h->va & 7) {
-		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
+		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR,
+			  "an atomic write's address must be 8-byte aligned");
 		return;
 	}
 	sv_mr_rdlock();
@@ -254,7 +301,7 @@ static void exec_atomic_write(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	}
 	sv_mr_unlock();
 	if (!p)
-		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
+		access_fail(qp, h->rkey, h->va, 8, SV_REMOTE_WRITE);
 }
 
 SV_NAME_TABLE(sv_resp_state_name, enum sv_resp_state, SV_RESP_NSTATES,
@@ -413,7 +460,10 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 		sv_qp_async(qp, IBV_EVENT_COMM_EST);
 	}
 	if (!(oi->qpts & qpt) || !access_allowed(qp, h->opcode) || !qp->rctx.pd) {
-		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
+		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR,
+			  !(oi->qpts & qpt) ? "not an operation of this QP type" :
+			  !qp->rctx.pd ? "the XRC SRQ number names no SRQ of the target's domain" :
+			  "the QP's access flags do not allow it");
 		return;
 	}
 	if ((oi->flags & SV_OPF_RECV) && !take_rwqe(qp)) {
@@ -443,7 +493,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 	case SV_OP_WRITE_IMM:
 		if (!sv_place_mr(&c->qc->place, qp->rctx.pd, qp->ibqp.qp_base.qp_num,
 				 h->rkey, h->va, h->len, SV_REMOTE_WRITE))
-			resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
+			access_fail(qp, h->rkey, h->va, h->len, SV_REMOTE_WRITE);
 		break;
 	case SV_OP_READ_REQ:
 		exec_read(qp, c, h);
@@ -506,9 +556,11 @@ static void place_revoked(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	sv_info("qp %u: request psn %u lost its memory mid-payload", qp->ibqp.qp_base.qp_num,
 		h->psn);
 	if (h->opcode == SV_OP_WRITE || h->opcode == SV_OP_WRITE_IMM)
-		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR);
+		resp_fail(qp, SV_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR,
+			  "its target memory was deregistered mid-payload");
 	else
-		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
+		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR,
+			  "the receive's memory was deregistered mid-payload");
 }
 
 /* May the ACK of this request wait for one of ours to carry it (xmit.c)?
@@ -541,7 +593,8 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 	/* the window goes once the message is in (IB class J error if not) */
 	if (h->opcode == SV_OP_SEND_INV && !qp->rctx.drop && !qp->rctx.nak &&
 	    qp->rctx.status == IBV_WC_SUCCESS && !sv_mw_remote_inv(qp, h->imm))
-		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
+		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR,
+			  "the rkey to invalidate is no type 2 window bound to this QP");
 	if (qp->rctx.nak) {
 		sv_xmit_nak(c, qp, h->psn, qp->rctx.nak, 0);
 		if (qp->rctx.have_wqe)

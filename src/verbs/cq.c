@@ -7,6 +7,7 @@
 
 #include "engine/api.h"
 #include "util/time.h"
+#include "util/log.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
 
@@ -32,6 +33,10 @@ bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 						      .event_type = IBV_EVENT_CQ_ERR };
 
 			cq->overrun = true;
+			sv_err("CQ %p: overrun, all %d entries unpolled: the completion of QP %#x "
+			       "wr_id %llu (%s) is lost; IBV_EVENT_CQ_ERR", (void *)&cq->ibcq,
+			       cq->ibcq.cqe, wc->qp_num, (unsigned long long)wc->wr_id,
+			       ibv_wc_status_str(wc->status));
 			sv_async_post(to_sctx(cq->ibcq.context), &ev);
 		}
 	} else {

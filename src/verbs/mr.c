@@ -22,7 +22,9 @@
  * space.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -108,16 +110,38 @@ struct sv_mr *sv_key_find(uint32_t key)
 	return mr_table[slot];
 }
 
-/* With the MR lock held: the entry `key` names if it is one of `pd`'s (a
- * parent domain is its protection domain's: they share the id) and serves
- * an access through `qpn` (sv_mr_translate). */
+/* Why an access fails (sv_mr_why says it in words). */
+enum key_fault { KEY_OK, KEY_NONE, KEY_OTHER_PD, KEY_WINDOW, KEY_RIGHT, KEY_RANGE };
+
+/* With the MR lock held: the one place the key rules are checked.  The
+ * entry `key` names must be one of `pd`'s (a parent domain is its
+ * protection domain's: they share the id), serve an access through `qpn`
+ * (a window: remote, and a type 2 one only its QP's), have the right and
+ * cover the range.  *out: the entry, whenever there is one. */
+static enum key_fault key_check(struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t addr,
+				uint64_t len, enum sv_access_dir dir, struct sv_mr **out)
+{
+	struct sv_mr *mr = *out = sv_key_find(key);
+
+	if (!mr)
+		return KEY_NONE;
+	if (to_spd(mr->ibmr.pd)->id != to_spd(pd)->id)
+		return KEY_OTHER_PD;
+	if (mr->mw && !sv_mw_serves(mr->mw, dir >= SV_REMOTE_READ ? qpn : 0))
+		return KEY_WINDOW;
+	if (!access_ok(mr->access, dir))
+		return KEY_RIGHT;
+	if (addr < mr->iova || len > mr->ibmr.length || addr - mr->iova > mr->ibmr.length - len)
+		return KEY_RANGE;
+	return KEY_OK;
+}
+
 static struct sv_mr *key_entry(struct ibv_pd *pd, uint32_t qpn, uint32_t key)
 {
-	struct sv_mr *mr = sv_key_find(key);
+	struct sv_mr *mr;
+	enum key_fault f = key_check(pd, qpn, key, 0, 0, SV_LOCAL_READ, &mr);
 
-	if (!mr || to_spd(mr->ibmr.pd)->id != to_spd(pd)->id)
-		return NULL;
-	return !mr->mw || sv_mw_serves(mr->mw, qpn) ? mr : NULL;
+	return f == KEY_OK || f == KEY_RIGHT || f == KEY_RANGE ? mr : NULL;
 }
 
 void *sv_mr_translate(struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t addr, uint64_t len,
@@ -127,13 +151,56 @@ void *sv_mr_translate(struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t ad
 
 	if (!len)
 		return (void *)(uintptr_t)1;    /* nothing is touched */
-	mr = key_entry(pd, dir >= SV_REMOTE_READ ? qpn : 0, key);
-	if (!mr || !access_ok(mr->access, dir))
-		return NULL;
-	if (addr < mr->iova || len > mr->ibmr.length || addr - mr->iova > mr->ibmr.length - len)
+	if (key_check(pd, qpn, key, addr, len, dir, &mr) != KEY_OK)
 		return NULL;
 	/* (an implicit ODP MR's base is NULL: no pointer arithmetic on it) */
 	return (void *)((uintptr_t)mr->base + (addr - mr->iova));
+}
+
+static const char *const right_name[] = {
+	[SV_LOCAL_READ] = "local read", [SV_LOCAL_WRITE] = "IBV_ACCESS_LOCAL_WRITE",
+	[SV_REMOTE_READ] = "IBV_ACCESS_REMOTE_READ", [SV_REMOTE_WRITE] = "IBV_ACCESS_REMOTE_WRITE",
+	[SV_REMOTE_ATOMIC] = "IBV_ACCESS_REMOTE_ATOMIC",
+};
+
+/* Why sv_mr_translate refuses this access, in one phrase naming the rule
+ * ("" if it does not).  Takes the MR lock. */
+void sv_mr_why(struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t addr, uint64_t len,
+	       enum sv_access_dir dir, char *buf, size_t size)
+{
+	const char *what = dir >= SV_REMOTE_READ ? "rkey" : "lkey";
+	struct sv_mr *mr;
+	enum key_fault f;
+
+	pthread_rwlock_rdlock(&mr_lock);
+	f = len ? key_check(pd, qpn, key, addr, len, dir, &mr) : KEY_OK;
+	switch (f) {
+	case KEY_OK:
+		snprintf(buf, size, "%s", "");
+		break;
+	case KEY_NONE:
+		snprintf(buf, size, "%s %#x names no registered memory", what, key);
+		break;
+	case KEY_OTHER_PD:
+		snprintf(buf, size, "%s %#x is of PD %u, the QP's is PD %u", what, key,
+			 to_spd(mr->ibmr.pd)->id, to_spd(pd)->id);
+		break;
+	case KEY_WINDOW:
+		snprintf(buf, size, "%s %#x is a memory window that is %s", what, key,
+			 dir < SV_REMOTE_READ ? "never used locally" :
+			 mr->mw->state != SV_MW_VALID ? "not bound" : "bound to another QP");
+		break;
+	case KEY_RIGHT:
+		snprintf(buf, size, "%s %#x covers [%#" PRIx64 ", +%" PRIu64 ") without %s", what,
+			 key, mr->iova, (uint64_t)mr->ibmr.length, right_name[dir]);
+		break;
+	case KEY_RANGE:
+		snprintf(buf, size, "%s %#x covers [%#" PRIx64 ", +%" PRIu64 "), the access asks "
+			 "[%#" PRIx64 ", +%" PRIu64 ")", what, key, mr->iova,
+			 (uint64_t)mr->ibmr.length, addr, len);
+		break;
+	}
+	pthread_rwlock_unlock(&mr_lock);
 }
 
 /* Memory same-host peers may map: with remote rights for one-sided

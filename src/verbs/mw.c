@@ -134,27 +134,34 @@ int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind
  * one PD; a type 2 window is free and keeps its index; the MR allows
  * binding, and local write if the window gives remote write or atomics;
  * the range lies in the MR; only type 2 may be zero based. */
-static bool bind_ok(struct sv_qp *qp, struct sv_mw *mw, const struct sv_mr *mr,
-		    const struct sv_swqe *w)
+static const char *bind_fault(struct sv_qp *qp, struct sv_mw *mw, const struct sv_mr *mr,
+			      const struct sv_swqe *w)
 {
 	unsigned int need_lw = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
 	bool type2 = mw->ibmw.type == IBV_MW_TYPE_2;
 
 	if (!same_pd(mw->ibmw.pd, qp->ibqp.qp_base.pd))
-		return false;
-	if (type2 && (mw->state != SV_MW_FREE || (w->rkey >> 8) != mw->win.index))
-		return false;
+		return "the window's PD is not the QP's";
+	if (type2 && mw->state != SV_MW_FREE)
+		return "a type 2 window is bound: invalidate it first";
+	if (type2 && (w->rkey >> 8) != mw->win.index)
+		return "the new rkey's upper 24 bits are not the window's (ibv_inc_rkey)";
 	if (!type2 && !w->bind_len)
-		return true;                   /* type 1, length 0: unbind */
-	if (!mr || mr->mw || !same_pd(mr->ibmr.pd, mw->ibmw.pd) ||
-	    !(mr->access & IBV_ACCESS_MW_BIND))
-		return false;
+		return NULL;                   /* type 1, length 0: unbind */
+	if (!mr || mr->mw)
+		return "the MR is not registered (any more)";
+	if (!same_pd(mr->ibmr.pd, mw->ibmw.pd))
+		return "the MR's PD is not the window's";
+	if (!(mr->access & IBV_ACCESS_MW_BIND))
+		return "the MR lacks IBV_ACCESS_MW_BIND";
 	if ((w->bind_access & need_lw) && !(mr->access & IBV_ACCESS_LOCAL_WRITE))
-		return false;
+		return "remote write or atomic rights need the MR's IBV_ACCESS_LOCAL_WRITE";
 	if ((w->bind_access & IBV_ACCESS_ZERO_BASED) && !type2)
-		return false;
-	return w->remote_addr >= mr->iova && w->bind_len <= mr->ibmr.length &&
-	       w->remote_addr - mr->iova <= mr->ibmr.length - w->bind_len;
+		return "only a type 2 window may be zero based";
+	if (w->remote_addr < mr->iova || w->bind_len > mr->ibmr.length ||
+	    w->remote_addr - mr->iova > mr->ibmr.length - w->bind_len)
+		return "the range leaves the MR";
+	return NULL;
 }
 
 /* With the write lock held: the window shows [remote_addr, +bind_len) of
@@ -183,14 +190,14 @@ enum ibv_wc_status sv_mw_bind(struct sv_qp *qp, const struct sv_swqe *w)
 {
 	struct sv_mw *mw = to_smw(w->bind_mw);
 	enum sv_mw_state was;
+	const char *fault;
 	struct sv_mr *mr;
-	bool ok;
 
 	sv_mr_wrlock();
 	was = mw->state;
 	mr = w->bind_lkey ? sv_key_find(w->bind_lkey) : NULL;
-	ok = bind_ok(qp, mw, mr, w);
-	if (ok) {
+	fault = bind_fault(qp, mw, mr, w);
+	if (!fault) {
 		if (w->bind_len || mw->ibmw.type == IBV_MW_TYPE_2)
 			bind_to(qp, mw, mr, w);
 		else
@@ -200,8 +207,11 @@ enum ibv_wc_status sv_mw_bind(struct sv_qp *qp, const struct sv_swqe *w)
 		publish(mw);
 	}
 	sv_mr_unlock();
-	if (!ok)
+	if (fault) {
+		sv_qp_explain(qp, "BIND_MW wr_id %llu: %s: IBV_WC_MW_BIND_ERR",
+			      (unsigned long long)w->wr_id, fault);
 		return IBV_WC_MW_BIND_ERR;
+	}
 	sv_info("mw %#x: %s -> %s", mw->ibmw.rkey, sv_mw_state_name(was),
 		sv_mw_state_name(mw->state));
 	return IBV_WC_SUCCESS;
@@ -231,7 +241,11 @@ static bool invalidate(struct sv_qp *qp, uint32_t rkey, bool remote)
 
 enum ibv_wc_status sv_mw_local_inv(struct sv_qp *qp, uint32_t rkey)
 {
-	return invalidate(qp, rkey, false) ? IBV_WC_SUCCESS : IBV_WC_LOC_QP_OP_ERR;
+	if (invalidate(qp, rkey, false))
+		return IBV_WC_SUCCESS;
+	sv_qp_explain(qp, "LOCAL_INV of rkey %#x: only a type 2 window of the QP's PD is "
+		      "invalidated (no MR is fast-registered here): IBV_WC_LOC_QP_OP_ERR", rkey);
+	return IBV_WC_LOC_QP_OP_ERR;
 }
 
 bool sv_mw_remote_inv(struct sv_qp *qp, uint32_t rkey)

@@ -166,6 +166,9 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 
 	pthread_mutex_lock(&qp->lock);
 	if (!sq_state_ok(qp->attr.qp_state)) {
+		sv_qp_explain(qp, "ibv_post_send wr_id %llu: the QP is in %s, sends need RTS "
+			      "(or SQD, SQE, ERR): EINVAL", (unsigned long long)wr->wr_id,
+			      sv_qp_state_name(qp->attr.qp_state));
 		*bad_wr = wr;
 		ret = EINVAL;
 		goto out;

@@ -1,5 +1,7 @@
 /* Queue pairs: create, query, destroy, the error state and flushing. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +27,18 @@ uint64_t sv_rnr_timer_ns(uint8_t t)
 		122880, 163840, 245760, 327680, 491520 };
 
 	return (uint64_t)us[t & 31] * 1000;
+}
+
+void sv_qp_explain(struct sv_qp *qp, const char *fmt, ...)
+{
+	int n = snprintf(qp->last_err, sizeof(qp->last_err), "QP %#x: ",
+			 qp->ibqp.qp_base.qp_num);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(qp->last_err + n, sizeof(qp->last_err) - (size_t)n, fmt, ap);
+	va_end(ap);
+	sv_err("%s", qp->last_err);
 }
 
 void sv_qp_async(struct sv_qp *qp, enum ibv_event_type type)

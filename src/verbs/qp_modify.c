@@ -9,6 +9,7 @@
 #include "engine/api.h"
 #include "util/cap.h"
 #include "util/log.h"
+#include "util/names.h"
 #include "verbs/sv.h"
 
 /* XI: XRC initiator (XRC_SEND), XT: XRC target (XRC_RECV). */
@@ -125,6 +126,11 @@ static const struct sv_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		[IBV_QPS_ERR]   = { .valid = true },
 	},
 };
+
+SV_NAME_TABLE(sv_qp_state_name, enum ibv_qp_state, IBV_QPS_ERR + 1,
+	      [IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
+	      [IBV_QPS_RTS] = "RTS", [IBV_QPS_SQD] = "SQD", [IBV_QPS_SQE] = "SQE",
+	      [IBV_QPS_ERR] = "ERR")
 
 static int type_index(enum ibv_qp_type t)
 {

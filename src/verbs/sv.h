@@ -440,6 +440,8 @@ struct sv_qp {
 	bool ex_pending;
 	int wr_err;
 	uint32_t wr_start_tail;
+
+	char last_err[256];          /* the last error, explained (sv_qp_explain) */
 };
 
 struct sv_comp_channel;
@@ -515,6 +517,10 @@ int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind
  * remote accesses only, and a type 2 window only those of its QP. */
 void *sv_mr_translate(struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t addr, uint64_t len,
 		      enum sv_access_dir dir);
+/* Why sv_mr_translate refuses the access, as a phrase naming the rule
+ * ("" if it does not); takes the MR lock. */
+void sv_mr_why(struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t addr, uint64_t len,
+	       enum sv_access_dir dir, char *buf, size_t size);
 int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		 struct ibv_sge *sg_list, uint32_t num_sge);
 struct ibv_mr *sv_reg_mr_at(struct ibv_pd *pd, void *addr, void *base, size_t length,
@@ -588,6 +594,10 @@ static inline bool sv_qp_is_rc(const struct sv_qp *qp)
 }
 
 /* qp.c */
+/* An error of `qp` in one line naming the broken rule: kept as its last
+ * error and printed with SOFTVERBS_DEBUG >= 1 ("QP <num>: " goes first). */
+void sv_qp_explain(struct sv_qp *qp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *sv_qp_state_name(enum ibv_qp_state s);       /* qp_modify.c */
 void sv_qp_to_error(struct sv_qp *qp);
 void sv_qp_flush(struct sv_qp *qp);
 void sv_qp_async(struct sv_qp *qp, enum ibv_event_type type);

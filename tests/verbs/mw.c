@@ -54,6 +54,20 @@ static struct ibv_wc expect_wc(struct ibv_cq *cq, enum ibv_wc_opcode op, enum ib
 	return wc;
 }
 
+/* A type 2 window of b's, bound by b's QP to the first WIN_LEN bytes of
+ * its buffer with remote write: its rkey. */
+static uint32_t bind_type2(struct t_pair *p, struct ibv_mw **mw)
+{
+	uint32_t rkey;
+
+	*mw = CHECK_PTR(ibv_alloc_mw(p->b.pd, IBV_MW_TYPE_2));
+	rkey = ibv_inc_rkey((*mw)->rkey);
+	CHECK_OK(post_bind(p->b.qp, *mw, rkey, p->b.mr, p->ib.addr, WIN_LEN,
+			   IBV_ACCESS_REMOTE_WRITE));
+	expect_wc(p->b.cq, IBV_WC_BIND_MW, IBV_WC_SUCCESS);
+	return rkey;
+}
+
 /* a writes its pattern at b's `addr` through `rkey`: the expected status. */
 static void write_via(struct t_pair *p, uint32_t rkey, uint64_t addr, uint32_t len,
 		      enum ibv_wc_status st)
@@ -211,10 +225,7 @@ static void check_local_inv(void)
 	uint32_t rkey;
 
 	open_pair(&p);
-	mw = CHECK_PTR(ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2));
-	rkey = ibv_inc_rkey(mw->rkey);
-	CHECK_OK(post_bind(p.b.qp, mw, rkey, p.b.mr, p.ib.addr, WIN_LEN, IBV_ACCESS_REMOTE_WRITE));
-	expect_wc(p.b.cq, IBV_WC_BIND_MW, IBV_WC_SUCCESS);
+	rkey = bind_type2(&p, &mw);
 	CHECK_OK(post_inv(p.b.qp, IBV_WR_LOCAL_INV, rkey, NULL, 0, 0));
 	expect_wc(p.b.cq, IBV_WC_LOCAL_INV, IBV_WC_SUCCESS);
 	rkey = ibv_inc_rkey(rkey);
@@ -248,10 +259,7 @@ static void check_remote_inv(void)
 	uint32_t rkey;
 
 	open_pair(&p);
-	mw = CHECK_PTR(ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2));
-	rkey = ibv_inc_rkey(mw->rkey);
-	CHECK_OK(post_bind(p.b.qp, mw, rkey, p.b.mr, p.ib.addr, WIN_LEN, IBV_ACCESS_REMOTE_WRITE));
-	expect_wc(p.b.cq, IBV_WC_BIND_MW, IBV_WC_SUCCESS);
+	rkey = bind_type2(&p, &mw);
 	CHECK_OK(t_post_recv(p.b.qp, 70, p.b.buf + 2048, 64, p.b.mr->lkey));
 	CHECK_OK(post_inv(p.a.qp, IBV_WR_SEND_WITH_INV, rkey, p.a.buf, 16, p.a.mr->lkey));
 	expect_wc(p.a.cq, IBV_WC_SEND, IBV_WC_SUCCESS);
@@ -321,10 +329,7 @@ static void check_teardown(void)
 	uint32_t rkey;
 
 	open_pair(&p);
-	mw = CHECK_PTR(ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2));
-	rkey = ibv_inc_rkey(mw->rkey);
-	CHECK_OK(post_bind(p.b.qp, mw, rkey, p.b.mr, p.ib.addr, WIN_LEN, IBV_ACCESS_REMOTE_WRITE));
-	expect_wc(p.b.cq, IBV_WC_BIND_MW, IBV_WC_SUCCESS);
+	rkey = bind_type2(&p, &mw);
 	CHECK_OK(ibv_dealloc_mw(mw));
 	CHECK_OK(ibv_dereg_mr(p.b.mr));
 	p.b.mr = CHECK_PTR(ibv_reg_mr(p.b.pd, p.b.buf, p.b.len,
@@ -334,10 +339,7 @@ static void check_teardown(void)
 
 	/* destroying its QP frees a type 2 window: the MR may go */
 	open_pair(&p);
-	mw = CHECK_PTR(ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2));
-	CHECK_OK(post_bind(p.b.qp, mw, ibv_inc_rkey(mw->rkey), p.b.mr, p.ib.addr, WIN_LEN,
-			   IBV_ACCESS_REMOTE_WRITE));
-	expect_wc(p.b.cq, IBV_WC_BIND_MW, IBV_WC_SUCCESS);
+	bind_type2(&p, &mw);
 	CHECK_ERR(ibv_dereg_mr(p.b.mr), EBUSY);
 	CHECK_OK(ibv_destroy_qp(p.b.qp));
 	p.b.qp = NULL;

@@ -1,0 +1,192 @@
+/* Errors that name the broken rule (SOFTVERBS_DEBUG=1): the common misuse
+ * cases each print one line saying which object broke which rule: a
+ * receive buffer too small, an unregistered buffer, an SGE beyond its MR, a
+ * missing remote right, a QP not in RTS, no receive posted, a CQ overrun. */
+#include <fcntl.h>
+
+#include "common.h"
+
+static char log_path[] = "/tmp/sv_explain_XXXXXX";
+static int saved_err;
+
+/* stderr goes to a file, read back by expect(). */
+static void capture(void)
+{
+	int fd = mkstemp(log_path);
+
+	CHECK(fd >= 0);
+	saved_err = dup(2);
+	CHECK(dup2(fd, 2) == 2);
+	close(fd);
+}
+
+static off_t seen;
+
+/* A new case: what was printed so far is not looked at again. */
+static void next_case(void)
+{
+	seen = lseek(2, 0, SEEK_END);
+}
+
+/* Every piece appears in one line of what this case printed. */
+static void expect(const char *what, const char *const *pieces)
+{
+	char buf[16384], *line, *save = NULL;
+	int fd = open(log_path, O_RDONLY);
+	ssize_t n;
+
+	CHECK(fd >= 0);
+	n = pread(fd, buf, sizeof(buf) - 1, seen);
+	close(fd);
+	CHECK(n >= 0);
+	buf[n] = 0;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		int i;
+
+		for (i = 0; pieces[i] && strstr(line, pieces[i]); i++)
+			;
+		if (!pieces[i]) {
+			dprintf(saved_err, "%s: %s\n", what, line);
+			return;
+		}
+	}
+	dprintf(saved_err, "%s: no line with all of:", what);
+	for (int i = 0; pieces[i]; i++)
+		dprintf(saved_err, " [%s]", pieces[i]);
+	dprintf(saved_err, "\nprinted:\n%s\n", buf);
+	exit(1);
+}
+
+#define EXPECT(what, ...) expect(what, (const char *const[]){ __VA_ARGS__, NULL })
+
+static void small_receive(void)
+{
+	struct t_opts o;
+	struct t_pair p;
+
+	t_opts_default(&o, IBV_QPT_RC);
+	t_pair_open(&p, &o);
+	CHECK_OK(t_post_recv(p.b.qp, 5, p.b.buf, 64, p.b.mr->lkey));
+	CHECK_OK(t_post_send(p.a.qp, IBV_WR_SEND, 1, p.a.buf, 200, p.a.mr->lkey,
+			     IBV_SEND_SIGNALED));
+	CHECK_STATUS(t_wc(p.a.cq, 5000), IBV_WC_REM_INV_REQ_ERR);
+	CHECK_STATUS(t_wc(p.b.cq, 5000), IBV_WC_LOC_LEN_ERR);
+	EXPECT("receive too small", "SEND psn", "the message is 200 bytes, receive wr_id 5 holds 64",
+	       "NAK invalid request");
+	t_pair_close(&p);
+}
+
+static void bad_sge(void)
+{
+	struct t_opts o;
+	struct t_pair p;
+	char lkey[32];
+
+	t_opts_default(&o, IBV_QPT_RC);
+	t_pair_open(&p, &o);
+	CHECK_OK(t_post_send(p.a.qp, IBV_WR_SEND, 7, p.a.buf, 16, p.a.mr->lkey ^ 0x7700,
+			     IBV_SEND_SIGNALED));
+	CHECK_STATUS(t_wc(p.a.cq, 5000), IBV_WC_LOC_PROT_ERR);
+	snprintf(lkey, sizeof(lkey), "lkey %#x", p.a.mr->lkey ^ 0x7700);
+	EXPECT("unregistered buffer", "SEND wr_id 7", "sge[0]", lkey, "names no registered memory",
+	       "local protection error");
+	t_pair_close(&p);
+
+	next_case();
+	t_pair_open(&p, &o);
+	CHECK_OK(t_post_send(p.a.qp, IBV_WR_SEND, 8, p.a.buf + p.a.len - 100, 200,
+			     p.a.mr->lkey, IBV_SEND_SIGNALED));
+	CHECK_STATUS(t_wc(p.a.cq, 5000), IBV_WC_LOC_PROT_ERR);
+	EXPECT("SGE beyond its MR", "SEND wr_id 8", "sge[0] lkey", "covers [",
+	       "the access asks [", ", +200)", "local protection error");
+	t_pair_close(&p);
+}
+
+static void missing_right(void)
+{
+	struct t_opts o;
+	struct t_pair p;
+
+	t_opts_default(&o, IBV_QPT_RC);
+	o.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+	t_pair_open(&p, &o);
+	CHECK_OK(t_post_rdma(p.a.qp, IBV_WR_RDMA_WRITE, 9, p.a.buf, 32, p.a.mr->lkey, p.ib.addr,
+			     p.ib.rkey, IBV_SEND_SIGNALED));
+	CHECK_STATUS(t_wc(p.a.cq, 5000), IBV_WC_REM_ACCESS_ERR);
+	/* the responder names the rule, the requester what it was refused */
+	EXPECT("missing remote right (responder)", "WRITE psn", "without IBV_ACCESS_REMOTE_WRITE",
+	       "NAK remote access");
+	t_pair_close(&p);
+	EXPECT("missing remote right (requester)", "RDMA_WRITE wr_id 9", "refused rkey",
+	       "remote access error");
+}
+
+static void not_rts(void)
+{
+	struct ibv_context *ctx = t_open();
+	struct t_opts o;
+	struct t_ep e;
+
+	t_opts_default(&o, IBV_QPT_RC);
+	t_ep_create(&e, ctx, &o);
+	CHECK_OK(t_to_init(e.qp, &o));
+	CHECK_ERR(t_post_send(e.qp, IBV_WR_SEND, 11, e.buf, 8, e.mr->lkey, 0), EINVAL);
+	EXPECT("QP not in RTS", "ibv_post_send wr_id 11", "the QP is in INIT", "sends need RTS",
+	       "EINVAL");
+	t_ep_destroy(&e);
+	CHECK_OK(ibv_close_device(ctx));
+}
+
+static void no_receive(void)
+{
+	struct t_opts o;
+	struct t_pair p;
+
+	t_opts_default(&o, IBV_QPT_RC);
+	o.rnr_retry = 0;
+	o.min_rnr_timer = 1;
+	t_pair_open(&p, &o);
+	CHECK_OK(t_post_send(p.a.qp, IBV_WR_SEND, 12, p.a.buf, 8, p.a.mr->lkey,
+			     IBV_SEND_SIGNALED));
+	CHECK_STATUS(t_wc(p.a.cq, 10000), IBV_WC_RNR_RETRY_EXC_ERR);
+	EXPECT("no receive posted", "SEND wr_id 12", "had no receive posted", "RNR NAKs (rnr_retry 0)",
+	       "RNR retry counter exceeded");
+	t_pair_close(&p);
+}
+
+static void cq_overrun(void)
+{
+	struct t_opts o;
+	struct t_pair p;
+
+	t_opts_default(&o, IBV_QPT_RC);
+	o.cqe = 2;
+	t_pair_open(&p, &o);
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(t_post_rdma(p.a.qp, IBV_WR_RDMA_WRITE, 20 + i, p.a.buf, 8, p.a.mr->lkey,
+				     p.ib.addr, p.ib.rkey, IBV_SEND_SIGNALED));
+	t_sleep_ms(300);
+	EXPECT("CQ overrun", "overrun, all", "entries unpolled", "is lost", "IBV_EVENT_CQ_ERR");
+	t_pair_close(&p);
+}
+
+int main(void)
+{
+	t_alarm(40);
+	setenv("SOFTVERBS_DEBUG", "1", 1);
+	capture();
+	next_case();
+	small_receive();
+	next_case();
+	bad_sge();
+	next_case();
+	missing_right();
+	next_case();
+	not_rts();
+	next_case();
+	no_receive();
+	next_case();
+	cq_overrun();
+	unlink(log_path);
+	return 0;
+}
