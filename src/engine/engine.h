@@ -196,6 +196,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c);  /* header in c->qc->rx
 void sv_resp_end(struct sv_qp *qp, struct sv_conn *c);    /* payload placed */
 void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now);
 void sv_resp_batch_end(struct sv_qp *qp, struct sv_conn *c);  /* flush, then complete */
+void sv_resp_xrc_release(struct sv_qp *qp);   /* an XRC target's SRQ and CQ: let go */
 /* A datagram whose source (h->src_qpn, from host `src`) the transport has
  * checked: the completion and the GRH report that source. */
 void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *payload,

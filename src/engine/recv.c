@@ -446,7 +446,8 @@ bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp)
 	sv_xmit_flush(c);            /* an answer to a question may still wait */
 	if (c->qc->ctrl.in_use)
 		return false;
-	c->wake_fd = sv_cq_wake_fd(qp->rcq);        /* requests complete there */
+	/* requests complete there (an XRC target's: in their SRQs' CQs) */
+	c->wake_fd = sv_cq_wake_fd(sv_qp_is_xrc_tgt(qp) ? NULL : qp->rcq);
 	seg_va = sv_chan_take(c, h);
 	sv_frame_init(f, SV_OP_HELLO_ACK, h->src_qpn, h->dst_qpn, 0);
 	if (seg_va) {

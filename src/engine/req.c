@@ -605,4 +605,5 @@ void sv_engine_qp_teardown(struct sv_qp *qp)
 		sv_conn_close_linger(qp->in);
 	qp->out = qp->in = NULL;
 	qp->req_turned = qp->req_unsettled = false;
+	sv_resp_xrc_release(qp);           /* an XRC target lets go of its SRQ */
 }

@@ -408,10 +408,22 @@ void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now)
 /* An XRC target's request goes to the SRQ it names, of the target's
  * domain (verbs/xrc.c): that SRQ's receives, PD and CQ serve it.  None:
  * no PD, and the request fails as an invalid one. */
+void sv_resp_xrc_release(struct sv_qp *qp)
+{
+	if (!sv_qp_is_xrc_tgt(qp))
+		return;
+	if (qp->srq)
+		sv_xrc_srq_put(qp->srq);
+	qp->srq = NULL;
+	qp->rcq = NULL;
+}
+
 static void xrc_target(struct sv_qp *qp, uint32_t srqn)
 {
-	struct sv_srq *srq = sv_xrc_target_srq(qp, srqn);
+	struct sv_srq *srq;
 
+	sv_resp_xrc_release(qp);           /* a request that ended abnormally */
+	srq = sv_xrc_target_srq(qp, srqn);
 	qp->srq = srq;
 	qp->rcq = srq ? srq->cq : NULL;
 	qp->rctx.pd = srq ? srq->ibsrq.pd : NULL;
@@ -425,8 +437,7 @@ static void xrc_target_done(struct sv_qp *qp, struct sv_conn *c)
 		return;
 	if (c->qc->ndone)
 		sv_resp_batch_end(qp, c);
-	qp->srq = NULL;
-	qp->rcq = NULL;
+	sv_resp_xrc_release(qp);
 }
 
 void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)

@@ -94,7 +94,8 @@ static void bind_channel(struct sv_qp *qp, struct sv_conn *c)
 		sv_conn_lost(c);
 		return;
 	}
-	sv_engine_drive_register(c, qp->rcq);
+	/* (an XRC target's requests go to their SRQs' CQs: none of its own) */
+	sv_engine_drive_register(c, sv_qp_is_xrc_tgt(qp) ? NULL : qp->rcq);
 	sv_engine_drive_register_also(c, qp->scq);
 	sv_conn_pause(c, false);
 }

@@ -203,7 +203,10 @@ enum ibv_wc_status sv_mw_bind(struct sv_qp *qp, const struct sv_swqe *w)
 		else
 			unbind(mw);
 		sv_key_retag(&mw->win, w->rkey & 0xff);
-		mw->ibmw.rkey = mw->win.ibmr.rkey;
+		/* a type 1 window showed its key when the bind was posted
+		 * (sv_bind_mw): a later one may be queued already */
+		if (mw->ibmw.type == IBV_MW_TYPE_2)
+			mw->ibmw.rkey = mw->win.ibmr.rkey;
 		publish(mw);
 	}
 	sv_mr_unlock();
@@ -228,7 +231,9 @@ static bool invalidate(struct sv_qp *qp, uint32_t rkey, bool remote)
 	sv_mr_wrlock();
 	e = sv_key_find(rkey);
 	mw = e ? e->mw : NULL;
-	if (!mw || mw->ibmw.type != IBV_MW_TYPE_2 || !same_pd(mw->ibmw.pd, qp->ibqp.qp_base.pd) ||
+	/* from the peer, the request's PD: an XRC target's is its SRQ's */
+	if (!mw || mw->ibmw.type != IBV_MW_TYPE_2 || (remote && !qp->rctx.pd) ||
+	    !same_pd(mw->ibmw.pd, remote ? qp->rctx.pd : qp->ibqp.qp_base.pd) ||
 	    (remote && !sv_mw_serves(mw, qp->ibqp.qp_base.qp_num)))
 		mw = NULL;
 	if (mw) {

@@ -59,7 +59,7 @@ struct ibv_pd *ibv_import_pd(struct ibv_context *ctx, uint32_t handle)
 	imp = pd_new(ctx);
 	if (!imp)
 		return NULL;
-	imp->id = pd->id;
+	imp->id = handle;                  /* (pd may go meanwhile: not read again) */
 	imp->ibpd.handle = handle;
 	imp->imported = true;
 	return &imp->ibpd;

@@ -248,7 +248,8 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	if (__atomic_load_n(&srq->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
 	if (srq->xrcd) {
-		sv_xrc_srq_del(srq);
+		if (sv_xrc_srq_del(srq))
+			return EBUSY;            /* a target's request is using it */
 		sv_xrcd_put(srq->xrcd);
 		__atomic_sub_fetch(&srq->cq->refcnt, 1, __ATOMIC_RELEASE);
 	}

@@ -369,7 +369,8 @@ struct sv_qp {
 	struct sv_sq sq;
 	struct sv_rq rq;
 	struct sv_cq *scq, *rcq;     /* an XRC target's: its current request's SRQ's */
-	struct sv_srq *srq;          /* an XRC target's: its current request's, held */
+	struct sv_srq *srq;          /* an XRC target's: its last request's, held until the
+				      * next begins or the QP leaves the wire (engine/resp.c) */
 	struct sv_xrcd *xrcd;        /* an XRC target's domain */
 	uint32_t send_ops_flags;     /* qp_ex */
 
@@ -579,7 +580,8 @@ int sv_close_xrcd(struct ibv_xrcd *xrcd);
 void sv_xrcd_get(struct sv_xrcd *x);
 void sv_xrcd_put(struct sv_xrcd *x);
 void sv_xrc_srq_add(struct sv_srq *srq);
-void sv_xrc_srq_del(struct sv_srq *srq);
+int sv_xrc_srq_del(struct sv_srq *srq);
+void sv_xrc_srq_put(struct sv_srq *srq);
 struct sv_srq *sv_xrc_target_srq(struct sv_qp *tgt, uint32_t srqn);
 static inline bool sv_qp_is_xrc_tgt(const struct sv_qp *qp)
 {

@@ -130,15 +130,28 @@ void sv_xrc_srq_add(struct sv_srq *srq)
 	pthread_mutex_unlock(&xrc_lock);
 }
 
-void sv_xrc_srq_del(struct sv_srq *srq)
+/* ibv_destroy_srq: out of the list unless a target holds it (EBUSY). */
+int sv_xrc_srq_del(struct sv_srq *srq)
 {
+	int err = 0;
+
 	pthread_mutex_lock(&xrc_lock);
-	sv_list_del(&srq->xrc_link);
+	if (__atomic_load_n(&srq->refcnt, __ATOMIC_ACQUIRE))
+		err = EBUSY;
+	else
+		sv_list_del(&srq->xrc_link);
 	pthread_mutex_unlock(&xrc_lock);
+	return err;
+}
+
+void sv_xrc_srq_put(struct sv_srq *srq)
+{
+	__atomic_sub_fetch(&srq->refcnt, 1, __ATOMIC_RELEASE);
 }
 
 /* Engine, target QP lock held: the SRQ a request names, if it is in the
- * target's domain. */
+ * target's domain, held (sv_xrc_srq_put) so that neither it nor its CQ
+ * goes while the request uses them. */
 struct sv_srq *sv_xrc_target_srq(struct sv_qp *tgt, uint32_t srqn)
 {
 	struct sv_srq *found = NULL;
@@ -150,6 +163,7 @@ struct sv_srq *sv_xrc_target_srq(struct sv_qp *tgt, uint32_t srqn)
 
 		if (srq->srq_num == srqn && srq->xrcd->dom == tgt->xrcd->dom) {
 			found = srq;
+			__atomic_add_fetch(&srq->refcnt, 1, __ATOMIC_ACQUIRE);
 			break;
 		}
 	}

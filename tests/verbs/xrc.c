@@ -251,6 +251,25 @@ static void check_bad_srqn(struct xrc *x, int which)
 	CHECK_STATUS(t_wc(x->a.cq, 5000), IBV_WC_REM_INV_REQ_ERR);
 }
 
+/* SEND_WITH_INV through a target: an MR's key is no window to invalidate
+ * (the request's PD is its SRQ's: the target has none of its own). */
+static void check_send_inv(struct xrc *x)
+{
+	struct ibv_sge sge = { (uintptr_t)x->b.buf, 256, x->b.mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 78, .sg_list = &sge, .num_sge = 1 }, *rbad;
+	struct ibv_sge ssge = { (uintptr_t)x->a.buf, 8, x->a.mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 6, .sg_list = &ssge, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV,
+		.send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = x->b.mr->rkey,
+	}, *bad;
+
+	CHECK_OK(ibv_post_srq_recv(x->srq[0], &rwr, &rbad));
+	CHECK_OK(ibv_get_srq_num(x->srq[0], &wr.qp_type.xrc.remote_srqn));
+	CHECK_OK(ibv_post_send(x->a.ini, &wr, &bad));
+	CHECK_STATUS(t_wc(x->a.cq, 5000), IBV_WC_REM_INV_REQ_ERR);
+	CHECK_STATUS(t_wc(x->srq_cq, 5000), IBV_WC_REM_INV_REQ_ERR);
+}
+
 int main(void)
 {
 	struct xrc x;
@@ -266,6 +285,9 @@ int main(void)
 	check_pd_of_srq();
 	setup(&x);
 	check_bad_srqn(&x, -1);          /* no such SRQ */
+	teardown(&x);
+	setup(&x);
+	check_send_inv(&x);
 	teardown(&x);
 	return 0;
 }

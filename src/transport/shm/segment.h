@@ -17,7 +17,7 @@
 #include <sys/types.h>
 
 #define SV_SEG_MAGIC   0x53565347u     /* "SVSG" */
-#define SV_SEG_VERSION 3
+#define SV_SEG_VERSION 4                /* 4: SV_SEG_WINDOW entries */
 #define SV_SEG_MR_MAX  (1u << 16)      /* MR slots published to peers */
 /* In an entry's access: the key is a memory window's, whose rules (the QP
  * it is bound to) only its owner checks: peers send such accesses to it. */
