@@ -9,7 +9,8 @@
 #                                active messages: UCX rejects it); measured
 #                                only where it differs from posix (latency
 #                                at 64 KiB, bandwidth from 4 KiB)
-#       UCX_TLS=tcp,self         TCP over loopback (bandwidth from 4 KiB)
+#       UCX_TLS=tcp,self         TCP over loopback (bandwidth from 4 KiB),
+#                                and across the veth (the 8 B message rate)
 #   libfabric fi_pingpong (libfabric-bin 1.17): "-p shm -e rdm" and
 #     "-p tcp -e msg"; usec/xfer is one-way, the mean of the run.
 # Sourced by run.sh (needs lib.sh).
@@ -19,10 +20,14 @@
 declare -A UCX_TLS_OF=([posix]="posix,self" [posix+cma]="posix,cma,self" [tcp]="tcp,self")
 BENCH_UCX_TLS=${BENCH_UCX_TLS:-posix posix+cma tcp}
 
-# ucx_perftest pair: TLS TEST(tag_lat|tag_bw) SIZE
+# ucx_perftest pair: TLS TEST(tag_lat|tag_bw) SIZE [WHERE(host|veth)]
 peer_ucx() {
-  local tls=$1 test=$2 size=$3 n w key base unit=MiB/s
-  base=ucx-$tls/host
+  local tls=$1 test=$2 size=$3 where=${4:-host} n w key base unit=MiB/s sns="" cns=""
+  local addr=127.0.0.1
+  base=ucx-$tls/$where
+  if [[ $where == veth ]]; then
+    sns=$SVB_NS_A cns=$SVB_NS_B addr=$SVB_ADDR_A
+  fi
   if [[ $test == tag_lat ]]; then
     key=$base/tag_lat/$size unit=us
     if ((size >= 65536)); then n=1000 w=50; else n=10000 w=500; fi
@@ -42,10 +47,10 @@ peer_ucx() {
   if bench_gave_up "$key"; then bench_fail "$key" "$unit" "skipped: timed out before"; return; fi
   bench_next_port
   SRV=(env "UCX_TLS=${UCX_TLS_OF[$tls]}" ucx_perftest -p "$PORT")
-  CLI=(env "UCX_TLS=${UCX_TLS_OF[$tls]}" ucx_perftest 127.0.0.1 -p "$PORT" -t "$test"
+  CLI=(env "UCX_TLS=${UCX_TLS_OF[$tls]}" ucx_perftest "$addr" -p "$PORT" -t "$test"
        -s "$size" -n "$n" -w "$w")
-  local name=ucx-${tls}_${test}_$size v
-  if ! bench_pair "$name" "" "" "$PORT" 30; then
+  local name=ucx-${tls}-${where}_${test}_$size v
+  if ! bench_pair "$name" "$sns" "$cns" "$PORT" 30; then
     if [[ $test == tag_lat ]]; then
       bench_fail "$key" us "$PAIR_ERR"
     else

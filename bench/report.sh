@@ -322,6 +322,10 @@ bench_report() {  # OUT.md
     target "same host ib_send_bw -s 8 message rate vs UCX posix" sv/host/send_rate/8 ucx-posix/host/tag_rate/8 \
            "UCX posix tag_bw msg rate" ge 1
     target "same host ib_write_bw -s 8 message rate" sv/host/write_rate/8 "" "" ge 5
+    for t in send write; do
+      target "veth ib_${t}_bw -s 8 message rate vs UCX tcp" "sv/veth/${t}_rate/8" \
+             ucx-tcp/veth/tag_rate/8 "UCX tcp tag_bw msg rate, veth" ge 1
+    done
     target "same host fi_pingpong -p verbs -e rdm 8 B vs -e msg" sv/host/fi_rdm/8 sv/host/fi_msg/8 \
            "fi_pingpong -p verbs -e msg" le 2
     target "same host fi_pingpong -p verbs -e dgram 8 B vs UD ib_send_lat" sv/host/fi_dgram/8 sv/host/send_lat_ud/8 \

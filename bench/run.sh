@@ -142,6 +142,7 @@ for ((rep = 1; rep <= BENCH_REPS; rep++)); do
   if [[ $SVB_VETH_OK == 1 ]]; then
     bench_log "repetition $rep/$BENCH_REPS: TCP and softverbs across veth"
     fam_tcp_veth
+    peer_ucx tcp tag_bw 8 veth     # the veth message-rate targets' reference
     fam_sv veth
   fi
   BENCH_REPS_DONE=$rep
