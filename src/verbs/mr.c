@@ -125,7 +125,7 @@ static enum key_fault key_check(struct ibv_pd *pd, uint32_t qpn, uint32_t key, u
 
 	if (!mr)
 		return KEY_NONE;
-	if (to_spd(mr->ibmr.pd)->id != to_spd(pd)->id)
+	if (!sv_same_pd(mr->ibmr.pd, pd))
 		return KEY_OTHER_PD;
 	if (mr->mw && !sv_mw_serves(mr->mw, dir >= SV_REMOTE_READ ? qpn : 0))
 		return KEY_WINDOW;
@@ -134,14 +134,6 @@ static enum key_fault key_check(struct ibv_pd *pd, uint32_t qpn, uint32_t key, u
 	if (addr < mr->iova || len > mr->ibmr.length || addr - mr->iova > mr->ibmr.length - len)
 		return KEY_RANGE;
 	return KEY_OK;
-}
-
-static struct sv_mr *key_entry(struct ibv_pd *pd, uint32_t qpn, uint32_t key)
-{
-	struct sv_mr *mr;
-	enum key_fault f = key_check(pd, qpn, key, 0, 0, SV_LOCAL_READ, &mr);
-
-	return f == KEY_OK || f == KEY_RIGHT || f == KEY_RANGE ? mr : NULL;
 }
 
 void *sv_mr_translate(struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t addr, uint64_t len,
@@ -437,7 +429,7 @@ struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t handle)
 	}
 	pthread_rwlock_rdlock(&mr_lock);
 	e = sv_key_at(handle);
-	if (e && !e->mw && !e->imported && to_spd(e->ibmr.pd)->id == to_spd(pd)->id &&
+	if (e && !e->mw && !e->imported && sv_same_pd(e->ibmr.pd, pd) &&
 	    sv_same_dev_ctx(e->ibmr.context, pd->context)) {
 		mr->ibmr = e->ibmr;
 		mr->access = e->access;
@@ -521,20 +513,22 @@ int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t f
 		return EINVAL;
 	pthread_rwlock_rdlock(&mr_lock);
 	for (uint32_t i = 0; i < num_sge && !err; i++) {
-		struct sv_mr *mr = key_entry(pd, 0, sg_list[i].lkey);
+		const struct ibv_sge *s = &sg_list[i];
+		struct sv_mr *mr;
+		enum key_fault f = key_check(pd, 0, s->lkey, s->addr, s->length, SV_LOCAL_READ, &mr);
 
-		if (!mr)
+		/* the key, then the MR's kind and right, then the range */
+		if (f == KEY_NONE || f == KEY_OTHER_PD || f == KEY_WINDOW)
 			err = EFAULT;
 		else if (!(mr->access & IBV_ACCESS_ON_DEMAND))
 			err = EINVAL;
 		else if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
 			 !(mr->access & IBV_ACCESS_LOCAL_WRITE))
 			err = EPERM;
-		else if (!sv_mr_translate(pd, 0, sg_list[i].lkey, sg_list[i].addr, sg_list[i].length,
-					  SV_LOCAL_READ))
+		else if (f == KEY_RANGE && s->length)
 			err = EFAULT;
 		else if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
-			err = prefetch(sg_list[i].addr, sg_list[i].length,
+			err = prefetch(s->addr, s->length,
 				       advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE);
 	}
 	pthread_rwlock_unlock(&mr_lock);

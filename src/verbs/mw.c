@@ -33,11 +33,6 @@ static uint32_t type2_bound;
 
 static struct sv_mw *to_smw(struct ibv_mw *m) { return (struct sv_mw *)m; }
 
-static bool same_pd(struct ibv_pd *a, struct ibv_pd *b)
-{
-	return to_spd(a)->id == to_spd(b)->id;
-}
-
 bool sv_mw_serves(const struct sv_mw *mw, uint32_t qpn)
 {
 	return qpn && mw->state == SV_MW_VALID &&
@@ -140,7 +135,7 @@ static const char *bind_fault(struct sv_qp *qp, struct sv_mw *mw, const struct s
 	unsigned int need_lw = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
 	bool type2 = mw->ibmw.type == IBV_MW_TYPE_2;
 
-	if (!same_pd(mw->ibmw.pd, qp->ibqp.qp_base.pd))
+	if (!sv_same_pd(mw->ibmw.pd, qp->ibqp.qp_base.pd))
 		return "the window's PD is not the QP's";
 	if (type2 && mw->state != SV_MW_FREE)
 		return "a type 2 window is bound: invalidate it first";
@@ -150,7 +145,7 @@ static const char *bind_fault(struct sv_qp *qp, struct sv_mw *mw, const struct s
 		return NULL;                   /* type 1, length 0: unbind */
 	if (!mr || mr->mw)
 		return "the MR is not registered (any more)";
-	if (!same_pd(mr->ibmr.pd, mw->ibmw.pd))
+	if (!sv_same_pd(mr->ibmr.pd, mw->ibmw.pd))
 		return "the MR's PD is not the window's";
 	if (!(mr->access & IBV_ACCESS_MW_BIND))
 		return "the MR lacks IBV_ACCESS_MW_BIND";
@@ -233,7 +228,7 @@ static bool invalidate(struct sv_qp *qp, uint32_t rkey, bool remote)
 	mw = e ? e->mw : NULL;
 	/* from the peer, the request's PD: an XRC target's is its SRQ's */
 	if (!mw || mw->ibmw.type != IBV_MW_TYPE_2 || (remote && !qp->rctx.pd) ||
-	    !same_pd(mw->ibmw.pd, remote ? qp->rctx.pd : qp->ibqp.qp_base.pd) ||
+	    !sv_same_pd(mw->ibmw.pd, remote ? qp->rctx.pd : qp->ibqp.qp_base.pd) ||
 	    (remote && !sv_mw_serves(mw, qp->ibqp.qp_base.qp_num)))
 		mw = NULL;
 	if (mw) {

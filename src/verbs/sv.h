@@ -453,6 +453,12 @@ static inline struct sv_context *to_sctx(struct ibv_context *c)
 	return sv_container_of(c, struct sv_context, vctx.context);
 }
 static inline struct sv_pd *to_spd(struct ibv_pd *p) { return (struct sv_pd *)p; }
+/* The same protection domain: a parent domain or an imported PD is its
+ * protection domain's (they share the id). */
+static inline bool sv_same_pd(struct ibv_pd *a, struct ibv_pd *b)
+{
+	return to_spd(a)->id == to_spd(b)->id;
+}
 static inline struct sv_mr *to_smr(struct ibv_mr *m) { return (struct sv_mr *)m; }
 static inline struct sv_cq *to_scq(struct ibv_cq *c) { return (struct sv_cq *)c; }
 static inline struct sv_cq *to_scq_ex(struct ibv_cq_ex *c) { return (struct sv_cq *)c; }
