@@ -67,24 +67,6 @@ static const char *const wr_name[] = {
 	[IBV_WR_ATOMIC_WRITE] = "ATOMIC_WRITE",
 };
 
-/* Which of the WQE's SGEs breaks a key rule, and which ("" if none). */
-static void sges_why(struct sv_qp *qp, const struct sv_swqe *w, char *buf, size_t size)
-{
-	bool into = w->opcode == IBV_WR_RDMA_READ || w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-	char why[160];
-
-	snprintf(buf, size, "%s", "");
-	for (uint32_t i = 0; i < w->num_sge; i++) {
-		sv_mr_why(qp->ibqp.qp_base.pd, 0, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length,
-			  into ? SV_LOCAL_WRITE : SV_LOCAL_READ, why, sizeof(why));
-		if (why[0]) {
-			snprintf(buf, size, "sge[%u] %s", i, why);
-			return;
-		}
-	}
-}
-
 /* The requester's side of the rule a failed WQE broke (the responder's
  * log names its own: engine/resp.c). */
 static void explain_fail(struct sv_qp *qp, const struct sv_swqe *w, enum ibv_wc_status st)
@@ -94,8 +76,11 @@ static void explain_fail(struct sv_qp *qp, const struct sv_swqe *w, enum ibv_wc_
 	char why[200] = "";
 
 	switch (st) {
-	case IBV_WC_LOC_PROT_ERR:
-		sges_why(qp, w, why, sizeof(why));
+	case IBV_WC_LOC_PROT_ERR:       /* READ and atomic results are written into */
+		sv_sges_why(qp->ibqp.qp_base.pd, w->sge, w->num_sge,
+			    w->opcode == IBV_WR_RDMA_READ || w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+			    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ? SV_LOCAL_WRITE : SV_LOCAL_READ,
+			    why, sizeof(why));
 		break;
 	case IBV_WC_REM_ACCESS_ERR:
 		snprintf(why, sizeof(why), "QP %#x refused rkey %#x for [%#" PRIx64 ", +%u)",

@@ -266,6 +266,9 @@ enum ibv_wc_status sv_sges_to_place(struct ibv_pd *pd, const struct sv_sge *sge,
 enum ibv_wc_status sv_sges_translate(struct ibv_pd *pd, const struct sv_sge *sge, uint32_t n,
 				     enum sv_access_dir dir, struct iovec *seg, int *nseg,
 				     size_t *total);
+/* Which SGE breaks a key rule, and which ("sge[i] ..."; "" if none). */
+void sv_sges_why(struct ibv_pd *pd, const struct sv_sge *sge, uint32_t n,
+		 enum sv_access_dir dir, char *buf, size_t size);
 void sv_place_reset(struct sv_place *p);
 /* Aim a placement at an SGE list, or at [va, va+len) of MR `key`; it
  * accepts bytes (discard false) only if the translation succeeded. */

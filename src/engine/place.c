@@ -13,6 +13,7 @@
  * placement: the rest of the payload is discarded and the request fails at
  * its end.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/engine.h"
@@ -83,6 +84,21 @@ enum ibv_wc_status sv_sges_translate(struct ibv_pd *pd, const struct sv_sge *sge
 				     size_t *total)
 {
 	return sges_translate(pd, 0, sge, n, dir, seg, nseg, total, NULL, NULL);
+}
+
+void sv_sges_why(struct ibv_pd *pd, const struct sv_sge *sge, uint32_t n,
+		 enum sv_access_dir dir, char *buf, size_t size)
+{
+	char why[160];
+
+	snprintf(buf, size, "%s", "");
+	for (uint32_t i = 0; i < n; i++) {
+		sv_mr_why(pd, 0, sge[i].lkey, sge[i].addr, sge[i].length, dir, why, sizeof(why));
+		if (why[0]) {
+			snprintf(buf, size, "sge[%u] %s", i, why);
+			return;
+		}
+	}
 }
 
 enum ibv_wc_status sv_sges_to_place(struct ibv_pd *pd, const struct sv_sge *sge, uint32_t n,

@@ -15,8 +15,6 @@
 #include "util/time.h"
 #include "util/tsan.h"
 
-static bool is_rc(struct sv_qp *qp) { return sv_qp_is_rc(qp); }
-
 static const char *const nak_name[] = {
 	[SV_NAK_RNR] = "RNR", [SV_NAK_INV_REQ] = "invalid request",
 	[SV_NAK_REM_ACCESS] = "remote access", [SV_NAK_REM_OP] = "remote operation",
@@ -32,14 +30,14 @@ static void resp_fail(struct sv_qp *qp, enum sv_nak nak, enum ibv_wc_status st,
 	const struct sv_opinfo *oi = sv_op_info(h->opcode);
 
 	sv_qp_explain(qp, "%s psn %u from QP %#x: %s: %s%s%s", oi ? oi->name : "?", h->psn,
-		      h->src_qpn, why, is_rc(qp) ? "NAK " : "dropped",
-		      is_rc(qp) ? nak_name[nak] : "",
+		      h->src_qpn, why, sv_qp_is_rc(qp) ? "NAK " : "dropped",
+		      sv_qp_is_rc(qp) ? nak_name[nak] : "",
 		      qp->rctx.have_wqe ? ", the receive completes with an error" : "");
 	qp->rctx.drop = true;
 	qp->rctx.ack = false;
 	if (qp->rctx.have_wqe)
 		qp->rctx.status = st;
-	if (is_rc(qp))
+	if (sv_qp_is_rc(qp))
 		qp->rctx.nak = nak;
 }
 
@@ -58,18 +56,13 @@ static void access_fail(struct sv_qp *qp, uint32_t rkey, uint64_t va, uint64_t l
 static void receive_fail(struct sv_qp *qp, uint32_t len, size_t total, bool prot)
 {
 	const struct sv_rwqe *w = &qp->rctx.wqe.w;
-	char why[200] = "", one[160];
+	char why[200], sge[180];
 
-	for (uint32_t i = 0; prot && !why[0] && i < w->num_sge; i++) {
-		sv_mr_why(qp->rctx.pd, 0, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length,
-			  SV_LOCAL_WRITE, one, sizeof(one));
-		if (one[0])
-			snprintf(why, sizeof(why), "receive wr_id %llu sge[%u] %s",
-				 (unsigned long long)w->wr_id, i, one);
-	}
 	if (prot) {
-		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR,
-			  why[0] ? why : "its receive's memory went away meanwhile");
+		sv_sges_why(qp->rctx.pd, w->sge, w->num_sge, SV_LOCAL_WRITE, sge, sizeof(sge));
+		snprintf(why, sizeof(why), "receive wr_id %llu %s", (unsigned long long)w->wr_id,
+			 sge[0] ? sge : "lost its memory meanwhile");
+		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR, why);
 		return;
 	}
 	snprintf(why, sizeof(why), "the message is %u bytes, receive wr_id %llu holds %zu",
@@ -236,21 +229,29 @@ static void exec_read(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_
  * initiators' direct atomics do on the same memory (they run them only on
  * memory they map: engine/req.c), so they are atomic with respect to every
  * other atomic on this device.  False: no such memory. */
+static enum sv_access_dir atomic_right(const struct sv_wire_hdr *h)
+{
+	/* an atomic write (IBTA 1.5) needs the write right, as a WRITE */
+	return h->opcode == SV_OP_ATOMIC_WRITE ? SV_REMOTE_WRITE : SV_REMOTE_ATOMIC;
+}
+
 static bool atomic_op(struct sv_qp *qp, const struct sv_wire_hdr *h, uint64_t *orig)
 {
 	uint64_t *p;
 
 	sv_mr_rdlock();
 	p = sv_mr_translate(qp->rctx.pd, qp->ibqp.qp_base.qp_num, h->rkey, h->va, 8,
-			    SV_REMOTE_ATOMIC);
+			    atomic_right(h));
 	if (p) {
 		sv_dma_begin();     /* the application's memory, as a NIC's atomic (util/tsan.h) */
 		if (h->opcode == SV_OP_CMP_SWP) {
 			*orig = h->data1;
 			__atomic_compare_exchange_n(p, orig, h->data0, false, __ATOMIC_SEQ_CST,
 						    __ATOMIC_SEQ_CST);
-		} else {
+		} else if (h->opcode == SV_OP_FETCH_ADD) {
 			*orig = __atomic_fetch_add(p, h->data0, __ATOMIC_SEQ_CST);
+		} else {
+			__atomic_store_n(p, h->data0, __ATOMIC_SEQ_CST);   /* one 8-byte store */
 		}
 		sv_dma_end();
 	}
@@ -261,7 +262,7 @@ static bool atomic_op(struct sv_qp *qp, const struct sv_wire_hdr *h, uint64_t *o
 static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
 	struct sv_txframe *f;
-	uint64_t orig;
+	uint64_t orig = 0;
 
 	if (h->va & 7) {
 		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR,
@@ -269,39 +270,17 @@ static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wir
 		return;
 	}
 	if (!atomic_op(qp, h, &orig)) {
-		access_fail(qp, h->rkey, h->va, 8, SV_REMOTE_ATOMIC);
+		access_fail(qp, h->rkey, h->va, 8, atomic_right(h));
 		return;
 	}
+	if (h->opcode == SV_OP_ATOMIC_WRITE)
+		return;             /* acknowledged as a WRITE is (sv_resp_end) */
 	f = sv_xmit_rd_resp_slot(c, h->psn);
 	if (!f)
 		return;         /* resp_room() kept one free: cannot happen */
 	sv_frame_init(f, SV_OP_ATOMIC_RESP, qp->peer_qpn, qp->ibqp.qp_base.qp_num, h->psn);
 	f->hdr.data0 = orig;
 	sv_xmit_resp_commit(c, f);
-}
-
-/* An atomic write: one 8-byte store, which same-host peers' atomics see
- * whole (IBTA 1.5 RDMA Atomic Write); the MR needs remote write. */
-static void exec_atomic_write(struct sv_qp *qp, const struct sv_wire_hdr *h)
-{
-	uint64_t *p;
-
-	if (h->va & 7) {
-		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR,
-			  "an atomic write's address must be 8-byte aligned");
-		return;
-	}
-	sv_mr_rdlock();
-	p = sv_mr_translate(qp->rctx.pd, qp->ibqp.qp_base.qp_num, h->rkey, h->va, 8,
-			    SV_REMOTE_WRITE);
-	if (p) {
-		sv_dma_begin();
-		__atomic_store_n(p, h->data0, __ATOMIC_SEQ_CST);
-		sv_dma_end();
-	}
-	sv_mr_unlock();
-	if (!p)
-		access_fail(qp, h->rkey, h->va, 8, SV_REMOTE_WRITE);
 }
 
 SV_NAME_TABLE(sv_resp_state_name, enum sv_resp_state, SV_RESP_NSTATES,
@@ -321,7 +300,7 @@ void sv_resp_set(struct sv_qp *qp, enum sv_resp_state s)
 /* PSN check for RC.  Returns false if the request is to be discarded. */
 static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	if (!is_rc(qp))
+	if (!sv_qp_is_rc(qp))
 		return true;
 	if (h->psn == qp->epsn) {
 		if (qp->resp == SV_RESP_NAKED)
@@ -362,7 +341,8 @@ static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr
  */
 static bool rnr_hold(struct sv_qp *qp, struct sv_conn *c)
 {
-	if (!(c->caps & SV_CAP_HOLD) || !is_rc(qp) || qp->srq || qp->resp == SV_RESP_HOLD_OVER)
+	if (!(c->caps & SV_CAP_HOLD) || !sv_qp_is_rc(qp) || qp->srq ||
+	    qp->resp == SV_RESP_HOLD_OVER)
 		return false;
 	if (c->qc->rx_state != SV_RX_HELD)
 		qp->rnr_hold_since = sv_now_ns();
@@ -405,9 +385,8 @@ void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now)
 	sv_rx_serve(c);      /* a held SEND is on a ring channel */
 }
 
-/* An XRC target's request goes to the SRQ it names, of the target's
- * domain (verbs/xrc.c): that SRQ's receives, PD and CQ serve it.  None:
- * no PD, and the request fails as an invalid one. */
+/* An XRC target holds the SRQ of its last request (and so its CQ) until
+ * the next begins, the request ends or the QP leaves the wire. */
 void sv_resp_xrc_release(struct sv_qp *qp)
 {
 	if (!sv_qp_is_xrc_tgt(qp))
@@ -418,6 +397,9 @@ void sv_resp_xrc_release(struct sv_qp *qp)
 	qp->rcq = NULL;
 }
 
+/* An XRC target's request goes to the SRQ it names, of the target's
+ * domain (verbs/xrc.c): that SRQ's receives, PD and CQ serve it.  None:
+ * no PD, and the request fails as an invalid one. */
 static void xrc_target(struct sv_qp *qp, uint32_t srqn)
 {
 	struct sv_srq *srq;
@@ -444,7 +426,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 {
 	const struct sv_wire_hdr *h = &c->qc->rx_hdr;
 	const struct sv_opinfo *oi = sv_op_info(h->opcode);
-	uint32_t qpt = is_rc(qp) ? SV_QPT_RC : SV_QPT_UC;
+	uint32_t qpt = sv_qp_is_rc(qp) ? SV_QPT_RC : SV_QPT_UC;
 
 	memset(&qp->rctx, 0, offsetof(typeof(qp->rctx), dst));
 	qp->rctx.conn = c;
@@ -465,7 +447,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 	if (!psn_ok(qp, c, h))
 		return;
 	qp->rctx.drop = false;
-	qp->rctx.ack = is_rc(qp);
+	qp->rctx.ack = sv_qp_is_rc(qp);
 	if (qp->attr.qp_state == IBV_QPS_RTR && !qp->comm_est_sent) {
 		qp->comm_est_sent = true;
 		sv_qp_async(qp, IBV_EVENT_COMM_EST);
@@ -482,7 +464,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 			return;
 		qp->rctx.drop = true;
 		qp->rctx.ack = false;
-		if (is_rc(qp)) {
+		if (sv_qp_is_rc(qp)) {
 			/* Receiver not ready: NAK and drop until this PSN comes again. */
 			sv_resp_set(qp, SV_RESP_NAKED);
 			sv_xmit_nak(c, qp, h->psn, SV_NAK_RNR, qp->attr.min_rnr_timer);
@@ -511,10 +493,8 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 		break;
 	case SV_OP_CMP_SWP:
 	case SV_OP_FETCH_ADD:
-		exec_atomic(qp, c, h);
-		break;
 	case SV_OP_ATOMIC_WRITE:
-		exec_atomic_write(qp, h);
+		exec_atomic(qp, c, h);
 		break;
 	}
 }
@@ -620,7 +600,7 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 			sv_qp_to_error(qp);
 		return;
 	}
-	if (!qp->rctx.drop && is_rc(qp))
+	if (!qp->rctx.drop && sv_qp_is_rc(qp))
 		qp->epsn = (qp->epsn + 1) & 0xffffff;
 	/* spinning pollers wait for requests that complete receives only */
 	if (c->qc->rx_completes != qp->rctx.have_wqe)
