@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "util/sys.h"
 #include "cm/cm.h"
 
 socklen_t cm_sa_len(const struct sockaddr *sa)
@@ -143,7 +144,7 @@ int cm_bind_socket(struct cm_id *p, const struct sockaddr *sa)
 		return EAFNOSUPPORT;
 	if (port_taken(p, sa))
 		return EADDRINUSE;
-	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = sv_socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno;
 	/* Without SO_REUSEADDR a restarted server could not bind its port
@@ -217,7 +218,7 @@ static int route_lookup(const struct sockaddr *src, const struct sockaddr *dst,
 	socklen_t len;
 	int fd, err = 0;
 
-	fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	fd = sv_socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno;
 	if (src && !cm_sa_is_any(src)) {
@@ -253,7 +254,7 @@ static bool sa_is_local(const struct sockaddr *sa)
 
 	if (cm_sa_is_loopback(sa) || cm_sa_is_any(sa))
 		return true;
-	fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	fd = sv_socket(sa->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return false;
 	memcpy(&s, sa, cm_sa_len(sa));

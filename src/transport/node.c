@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util/sys.h"
 #include "transport/node.h"
 #include "transport/transport.h"
 #include "transport/shm/dgring.h"
@@ -453,7 +454,7 @@ static int bind_in(int fd, struct in_addr a, uint16_t port)
  * checks that), and while it holds A:P nobody else binds A:P or *:P. */
 static int open_udp(struct sv_node *node, uint16_t port)
 {
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), sz = 4 << 20;
+	int fd = sv_socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), sz = 4 << 20;
 
 	if (fd < 0)
 		return -errno;
@@ -494,7 +495,7 @@ static struct sv_pgroup *open_group(struct sv_node *node)
 			return NULL;
 		g->udp_h.fd = g->unix_h.fd = g->ud_h.fd = g->mcast_fd = -1;
 		g->node = node;
-		g->listen_h.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		g->listen_h.fd = sv_socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (g->listen_h.fd < 0 || bind_in(g->listen_h.fd, any, 0) ||
 		    getsockname(g->listen_h.fd, (struct sockaddr *)&sa, &sl) ||
 		    listen(g->listen_h.fd, 1024)) {

@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "util/sys.h"
 #include "transport/transport.h"
 
 static ssize_t tcp_writev(struct sv_conn *c, const struct iovec *iov, int n)
@@ -34,7 +35,7 @@ const struct sv_chan_ops sv_tcp_ops = {
 
 int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct sv_conn **out)
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = sv_socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;

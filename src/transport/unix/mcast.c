@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "util/sys.h"
 #include "transport/unix/mcast.h"
 #include "transport/unix/sock.h"
 
@@ -29,7 +30,7 @@ int sv_mcast_bind(const union ibv_gid *mgid, uint32_t qpn)
 	int fd, sz = 4 << 20;
 
 	n += snprintf(sa.sun_path + 1 + n, sizeof(sa.sun_path) - 1 - n, "%u", qpn);
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = sv_socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
@@ -51,7 +52,7 @@ int sv_mcast_source(uint16_t port)
 {
 	struct sockaddr_un sa;
 	socklen_t len = source_name(&sa, port);
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = sv_socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;

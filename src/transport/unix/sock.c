@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "util/sys.h"
 #include "transport/unix/sock.h"
 
 socklen_t sv_unix_name(struct sockaddr_un *sa, const char *prefix, uint32_t port)
@@ -23,7 +24,7 @@ int sv_unix_listen_on(const char *prefix, uint16_t port, int type)
 {
 	struct sockaddr_un sa;
 	socklen_t len = sv_unix_name(&sa, prefix, port);
-	int fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = sv_socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
@@ -40,7 +41,7 @@ int sv_unix_connect_to(const char *prefix, uint16_t port, int type)
 {
 	struct sockaddr_un sa;
 	socklen_t len = sv_unix_name(&sa, prefix, port);
-	int fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = sv_socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
