@@ -19,7 +19,8 @@ export LC_ALL=C
 # exported API, so they may take only the header-only pieces of util.
 RULES='
 cli       -> cli, util/list.h, util/time.h, util/tsan.h
-cm        -> cm, util/list.h, util/time.h, util/tsan.h
+cm        -> cm, util/list.h, util/time.h, util/tsan.h, util/sys.h
+rs        -> rs, util/time.h
 engine    -> engine, transport/transport.h, verbs/sv.h, wire, util
 transport -> transport, wire, util
 util      -> util
