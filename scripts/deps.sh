@@ -25,8 +25,11 @@ PKGS_sanitize=(clang libclang-rt-14-dev)
 # Other programs that use RDMA, run unmodified: by tests/consumers under
 # `softverbs run` (UCX's ucx_info, ucx_perftest; bench compares with UCX
 # too), by tests/qperf and tests/net (qperf), and rdma-core's own pyverbs
-# test suite (tests/pyverbs), Open MPI's mpirun and mpicc (tests/mpi).
-PKGS_consumers=(ucx-utils qperf python3-pyverbs openmpi-bin libopenmpi-dev)
+# test suite (tests/pyverbs), Open MPI's mpirun and mpicc (tests/mpi); and
+# plain socket programs over rsockets through Debian's librspreload: socat
+# (tests/cm/tools.sh rs_socat, tests/net rs_socat) and iperf3
+# (tests/cm/tools.sh rs_iperf3).
+PKGS_consumers=(ucx-utils qperf python3-pyverbs openmpi-bin libopenmpi-dev socat iperf3)
 # `make bench`: the peers softverbs is compared with, and the plot.
 PKGS_bench=(gnuplot-nox)
 

@@ -630,8 +630,11 @@ static bool hot_read(struct sv_cq *cq)
 static bool dgram_rings_read(struct sv_node *node, struct sv_cq *cq)
 {
 	uint8_t buf[SV_UDP_BUF];
+	bool armed = __atomic_load_n(&cq->armed, __ATOMIC_RELAXED) ||
+		     __atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED);
 
-	return __atomic_load_n(&cq->dgram_socks, __ATOMIC_RELAXED) && sv_dgram_poll(node, buf) &&
+	return __atomic_load_n(&cq->dgram_socks, __ATOMIC_RELAXED) &&
+	       sv_dgram_poll(node, buf, !armed) &&
 	       __atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED) ==
 	       __atomic_load_n(&cq->dgram_socks, __ATOMIC_RELAXED) &&
 	       epoll_spared(&cq->dgram_polls);

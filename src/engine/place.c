@@ -170,7 +170,11 @@ bool sv_place_hold(struct sv_place *p)
 }
 
 /* Copy staged bytes to the destination segments (registered memory).
- * That is DMA into the application's buffers: hidden from TSan (util/tsan.h). */
+ * That is DMA into the application's buffers: hidden from TSan (util/tsan.h).
+ * The last byte of each piece is stored after the rest, as a NIC's DMA
+ * writes in address order: programs poll the last byte of an RDMA WRITE
+ * (perftest, riostream), and memcpy's string stores may become visible out
+ * of order. */
 void sv_place_copy(struct sv_place *p, const uint8_t *src, size_t n)
 {
 	if (p->discard || !sv_place_hold(p))
@@ -179,8 +183,12 @@ void sv_place_copy(struct sv_place *p, const uint8_t *src, size_t n)
 	while (n && p->cur < p->nseg) {
 		size_t room = p->seg[p->cur].iov_len - p->cur_off;
 		size_t k = n < room ? n : room;
+		uint8_t *dst = (uint8_t *)p->seg[p->cur].iov_base + p->cur_off;
 
-		memcpy((uint8_t *)p->seg[p->cur].iov_base + p->cur_off, src, k);
+		if (!k)
+			break;
+		memcpy(dst, src, k - 1);
+		__atomic_store_n(dst + k - 1, src[k - 1], __ATOMIC_RELEASE);
 		src += k;
 		n -= k;
 		sv_place_advance(p, k);

@@ -124,7 +124,8 @@ static bool rx_direct(struct sv_conn *c)
 {
 	struct iovec iov[SV_PLACE_MAX_SEG];
 	struct sv_place *p = &c->qc->place;
-	size_t want = c->qc->rx_remain;
+	/* the message's last byte comes through sv_place_copy, written last */
+	size_t want = c->qc->rx_remain - 1;
 	int n = 0;
 	ssize_t r;
 
@@ -168,7 +169,8 @@ static bool rx_payload(struct sv_conn *c)
 			c->qc->rx_remain -= k;
 			continue;
 		}
-		if (!c->qc->place.discard && (c->qc->rx_remain >= SV_DIRECT_MIN || (c->caps & SV_CAP_MAPPED)) &&
+		if (!c->qc->place.discard && c->qc->rx_remain > 1 &&
+		    (c->qc->rx_remain >= SV_DIRECT_MIN || (c->caps & SV_CAP_MAPPED)) &&
 		    sv_place_left(&c->qc->place) >= c->qc->rx_remain) {
 			if (!rx_direct(c))
 				return false;

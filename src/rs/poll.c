@@ -44,7 +44,8 @@ short rs_revents(struct rsock *rs)
 			ev |= POLLRDHUP;
 		return ev;
 	case RS_DISCONNECTED:
-		return POLLIN | POLLOUT | POLLHUP | POLLRDHUP;
+		/* as TCP after the peer's FIN: hung up only once all is read */
+		return POLLIN | POLLOUT | POLLRDHUP | (rs->rx_count ? 0 : POLLHUP);
 	case RS_ERROR:
 		return POLLIN | POLLOUT | POLLERR | POLLHUP;
 	default:
@@ -71,10 +72,12 @@ static void drain(struct rsock *rs)
 	}
 }
 
-/* Arms the completion queue: its next completion wakes the epoll fd. */
+/* Arms the completion queue: its next completion wakes the epoll fd.
+ * Every time, even if armed already: arming also tells the device that
+ * nobody polls now, so it must not wait for a poller to come back. */
 static void arm(struct rsock *rs)
 {
-	if (rs->cq && !rs->cq_armed && !ibv_req_notify_cq(rs->cq, 0))
+	if (rs->cq && !ibv_req_notify_cq(rs->cq, 0))
 		rs->cq_armed = true;
 }
 

@@ -350,8 +350,10 @@ bool sv_dgram_frame_ok(const uint8_t *buf, ssize_t r, struct sv_wire_hdr *hdr);
 void sv_dgram_on_ready(struct sv_handler *h, uint32_t events);
 /* shm/dgring.c: datagrams from processes of this host wait in rings; a
  * poller of a CQ with UD QPs drains them (buf: SV_UDP_BUF), and says when
- * it stops polling, so that their writers ring for the progress thread. */
-bool sv_dgram_poll(struct sv_node *node, uint8_t *buf);   /* false: no rings */
+ * it stops polling, so that their writers ring for the progress thread.
+ * A look from a poller about to sleep (its CQ armed) is not polling: it
+ * does not tell the progress thread to leave the rings to pollers. */
+bool sv_dgram_poll(struct sv_node *node, uint8_t *buf, bool polling);   /* false: no rings */
 void sv_dgram_stop_polling(struct sv_node *node);
 
 /* udp/dgram.c: datagrams leave from the port group of src_qpn; to a port

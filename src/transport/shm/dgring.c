@@ -169,7 +169,7 @@ static void drain_all(struct sv_dgrings *d, uint8_t *buf)
 		drain_one(sv_container_of(pos, struct dg_in, link), buf);
 }
 
-bool sv_dgram_poll(struct sv_node *node, uint8_t *buf)
+bool sv_dgram_poll(struct sv_node *node, uint8_t *buf, bool polling)
 {
 	struct sv_dgrings *d = node->dgr;
 	uint32_t k;
@@ -179,7 +179,7 @@ bool sv_dgram_poll(struct sv_node *node, uint8_t *buf)
 	/* the clock costs more than a look at the rings: stamp now and then */
 	k = __atomic_load_n(&d->polls, __ATOMIC_RELAXED) + 1;
 	__atomic_store_n(&d->polls, k, __ATOMIC_RELAXED);
-	if (!(k % 16))
+	if (polling && !(k % 16))
 		__atomic_store_n(&d->polled_ns, sv_now_ns(), __ATOMIC_RELAXED);
 	if (pthread_mutex_trylock(&d->rx_lock))
 		return true;                        /* someone drains them now */
