@@ -214,16 +214,28 @@ int rs_cm_progress(struct rsock *rs)
 	return n;
 }
 
-RS_EXPORT int rbind(int s, const struct sockaddr *addr, socklen_t len)
+/* The rsocket s, locked, for a call that names an address. */
+static struct rsock *lock_with_addr(int s, const struct sockaddr *addr, socklen_t len)
 {
 	struct rsock *rs = rs_get(s);
+
+	if (!rs)
+		return NULL;
+	if (!addr || len < sizeof(sa_family_t)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_mutex_lock(&rs->lock);
+	return rs;
+}
+
+RS_EXPORT int rbind(int s, const struct sockaddr *addr, socklen_t len)
+{
+	struct rsock *rs = lock_with_addr(s, addr, len);
 	int ret;
 
 	if (!rs)
 		return -1;
-	if (!addr || len < sizeof(sa_family_t))
-		return rs_errno(EINVAL);
-	pthread_mutex_lock(&rs->lock);
 	if (rs->type == SOCK_DGRAM)
 		ret = rs_dgram_bind(rs, addr, len);
 	else if (rs->state != RS_IDLE)
@@ -361,14 +373,11 @@ static int connect_wait(struct rsock *rs)
 
 RS_EXPORT int rconnect(int s, const struct sockaddr *addr, socklen_t len)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = lock_with_addr(s, addr, len);
 	int ret;
 
 	if (!rs)
 		return -1;
-	if (!addr || len < sizeof(sa_family_t))
-		return rs_errno(EINVAL);
-	pthread_mutex_lock(&rs->lock);
 	if (rs->type == SOCK_DGRAM) {
 		ret = rs_dgram_connect(rs, addr, len);
 	} else if (rs->state == RS_CONNECTED) {

@@ -578,6 +578,20 @@ short rs_dgram_revents(struct rsock *rs)
 	return (short)((rs->dg->rx_count ? POLLIN : 0) | (rs->dg->sfree_count ? POLLOUT : 0));
 }
 
+/* Waits until *count is not zero: 0, or -1 (EAGAIN when not blocking). */
+static int dg_wait(struct rsock *rs, bool block, const uint32_t *count)
+{
+	for (;;) {
+		rs_dgram_progress(rs);
+		if (*count)
+			return 0;
+		if (!block)
+			return rs_errno(EAGAIN);
+		if (rs_wait(rs, -1) && errno == EINTR)
+			return -1;
+	}
+}
+
 static void scatter(const uint8_t *src, size_t len, const struct iovec *iov, int iovcnt)
 {
 	for (int v = 0; v < iovcnt && len; v++) {
@@ -597,15 +611,8 @@ ssize_t rs_dgram_recv(struct rsock *rs, const struct iovec *iov, int iovcnt, int
 	struct dg_rx *m;
 	size_t want = rs_iov_len(iov, iovcnt), n;
 
-	for (;;) {
-		rs_dgram_progress(rs);
-		if (d->rx_count)
-			break;
-		if (!block)
-			return rs_errno(EAGAIN);
-		if (rs_wait(rs, -1) && errno == EINTR)
-			return -1;
-	}
+	if (dg_wait(rs, block, &d->rx_count))
+		return -1;
 	m = &d->rx[d->rx_head];
 	n = m->len < want ? m->len : want;
 	scatter(slot_addr(d, m->slot) + DG_GRH + sizeof(struct dg_hdr), n, iov, iovcnt);
@@ -656,15 +663,8 @@ ssize_t rs_dgram_send(struct rsock *rs, const struct iovec *iov, int iovcnt, int
 
 		set_src(rs, t, sa);
 	}
-	while (!d->sfree_count) {
-		rs_dgram_progress(rs);
-		if (d->sfree_count)
-			break;
-		if (!block)
-			return rs_errno(EAGAIN);
-		if (rs_wait(rs, -1) && errno == EINTR)
-			return -1;
-	}
+	if (dg_wait(rs, block, &d->sfree_count))
+		return -1;
 	slot = d->sfree[--d->sfree_count];
 	p = slot_addr(d, slot);
 	memcpy(p, &t->src, sizeof(t->src));

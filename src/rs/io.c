@@ -5,33 +5,38 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <string.h>
 
 #include "rs/rs.h"
+
+/* The rsocket s, locked, for a call with an iovec. */
+static struct rsock *lock_with_iov(int s, const struct iovec *iov, int iovcnt)
+{
+	struct rsock *rs = rs_get(s);
+
+	if (!rs)
+		return NULL;
+	if (iovcnt < 0 || (iovcnt && !iov)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_mutex_lock(&rs->lock);
+	return rs;
+}
 
 static ssize_t do_recv(int s, const struct iovec *iov, int iovcnt, int flags,
 		       struct sockaddr *from, socklen_t *fromlen)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = lock_with_iov(s, iov, iovcnt);
 	ssize_t ret;
 
 	if (!rs)
 		return -1;
-	if (iovcnt < 0 || (iovcnt && !iov))
-		return rs_errno(EINVAL);
-	pthread_mutex_lock(&rs->lock);
 	if (rs->type == SOCK_DGRAM) {
 		ret = rs_dgram_recv(rs, iov, iovcnt, flags, from, fromlen);
 	} else {
 		ret = rs_stream_recv(rs, iov, iovcnt, flags);
-		if (ret >= 0 && from && fromlen) {
-			const struct sockaddr *sa = rdma_get_peer_addr(rs->id);
-			socklen_t n = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-								  sizeof(struct sockaddr_in);
-
-			memcpy(from, sa, *fromlen < n ? *fromlen : n);
-			*fromlen = n;
-		}
+		if (ret >= 0 && from && fromlen)
+			rs_copy_addr(rdma_get_peer_addr(rs->id), from, fromlen);
 	}
 	pthread_mutex_unlock(&rs->lock);
 	return ret;
@@ -40,14 +45,11 @@ static ssize_t do_recv(int s, const struct iovec *iov, int iovcnt, int flags,
 static ssize_t do_send(int s, const struct iovec *iov, int iovcnt, int flags,
 		       const struct sockaddr *to, socklen_t tolen)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = lock_with_iov(s, iov, iovcnt);
 	ssize_t ret;
 
 	if (!rs)
 		return -1;
-	if (iovcnt < 0 || (iovcnt && !iov))
-		return rs_errno(EINVAL);
-	pthread_mutex_lock(&rs->lock);
 	if (rs->type == SOCK_DGRAM)
 		ret = rs_dgram_send(rs, iov, iovcnt, flags, to, tolen);
 	else

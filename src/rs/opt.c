@@ -296,7 +296,7 @@ RS_EXPORT int rfcntl(int s, int cmd, ...)
 	return ret;
 }
 
-static int copy_addr(const struct sockaddr *sa, struct sockaddr *addr, socklen_t *len)
+int rs_copy_addr(const struct sockaddr *sa, struct sockaddr *addr, socklen_t *len)
 {
 	socklen_t n;
 
@@ -323,7 +323,7 @@ static int name_of(int s, struct sockaddr *addr, socklen_t *len, bool peer)
 	else if (peer && rs->state != RS_CONNECTED && rs->state != RS_DISCONNECTED)
 		ret = rs_errno(ENOTCONN);
 	else
-		ret = copy_addr(peer ? rdma_get_peer_addr(rs->id) : rdma_get_local_addr(rs->id),
+		ret = rs_copy_addr(peer ? rdma_get_peer_addr(rs->id) : rdma_get_local_addr(rs->id),
 				addr, len);
 	pthread_mutex_unlock(&rs->lock);
 	return ret;

@@ -160,6 +160,8 @@ bool rs_is_rsocket(int fd);
 /* ---- rs/opt.c: defaults from /etc/rdma/rsocket ------------------------ */
 void rs_defaults(struct rsock *rs);
 int rs_polling_us(void);
+/* Copies a socket address as getsockname does (truncating to *len). */
+int rs_copy_addr(const struct sockaddr *sa, struct sockaddr *addr, socklen_t *len);
 
 /* ---- rs/conn.c: connection management -------------------------------- */
 /* Handles every queued CM event of rs (never blocks); lock held. */

@@ -34,14 +34,48 @@ static void direct_atomic(const struct sv_direct *d, uint64_t *mapped)
 }
 
 /* Copy `len` bytes between local segments and the peer's memory we mapped. */
+/* The last of the len bytes the iovec holds. */
+static uint8_t *last_byte(const struct iovec *iov, int n, size_t len)
+{
+	size_t off = len - 1;
+
+	for (int i = 0; i < n; i++) {
+		if (off < iov[i].iov_len)
+			return (uint8_t *)iov[i].iov_base + off;
+		off -= iov[i].iov_len;
+	}
+	return NULL;
+}
+
+/* Writes into the peer store the last byte after the rest, as a NIC's DMA
+ * does and engine/place.c does: programs poll the last byte of a WRITE. */
 static void copy_mapped(const struct sv_direct *d, void *remote)
 {
 	struct iovec r = { remote, d->len };
 
-	if (d->to_remote)
-		sv_iov_copy(&r, 1, d->iov, d->n);
-	else
+	if (!d->to_remote) {
 		sv_iov_copy(d->iov, d->n, &r, 1);
+		return;
+	}
+	r.iov_len = d->len - 1;
+	sv_iov_copy(&r, 1, d->iov, d->n);
+	__atomic_store_n((uint8_t *)remote + d->len - 1, *last_byte(d->iov, d->n, d->len),
+			 __ATOMIC_RELEASE);
+}
+
+static ssize_t copy_cma(struct sv_conn *c, const struct sv_direct *d, uint64_t raddr)
+{
+	size_t head = d->to_remote ? d->len - 1 : d->len;
+	struct iovec one;
+	ssize_t r = 0;
+
+	if (head)
+		r = sv_cma_copy(c->peer_pid, d->iov, d->n, raddr, head, d->to_remote);
+	if (r < 0 || head == d->len)
+		return r;
+	one.iov_base = last_byte(d->iov, d->n, d->len);
+	one.iov_len = 1;
+	return sv_cma_copy(c->peer_pid, &one, 1, raddr + head, 1, 1);
 }
 
 int sv_conn_direct(struct sv_conn *c, const struct sv_direct *d)
@@ -72,7 +106,7 @@ int sv_conn_direct(struct sv_conn *c, const struct sv_direct *d)
 	else if (mapped)
 		copy_mapped(d, mapped);
 	else if (d->len)
-		r = sv_cma_copy(c->peer_pid, d->iov, d->n, ref.raddr, d->len, d->to_remote);
+		r = copy_cma(c, d, ref.raddr);
 	sv_cma_release(&ref);
 	if (r < 0) {
 		if (r == -EPERM)
