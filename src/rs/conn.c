@@ -414,14 +414,34 @@ static void drain_sends(struct rsock *rs, int ms)
 	}
 }
 
+/* Waits, at most ms, for the peer's FIN: a disconnect moves its QP to
+ * ERR, so it comes once the peer has taken all we sent (lock held). */
+static void wait_peer_fin(struct rsock *rs, int ms)
+{
+	uint64_t end = sv_now_ns() + (uint64_t)ms * 1000000;
+
+	while (rs->state == RS_CONNECTED && !rs->peer_fin) {
+		uint64_t now = sv_now_ns();
+
+		if (now >= end)
+			break;
+		rs_progress(rs);
+		if (!rs->peer_fin)
+			rs_wait(rs, (int)((end - now) / 1000000) + 1);
+	}
+}
+
 void rs_conn_close(struct rsock *rs)
 {
+	int ms = rs->linger.l_onoff ? rs->linger.l_linger * 1000 : RS_CLOSE_MS;
+
 	if (rs->state != RS_CONNECTED)
 		return;
 	if (!rs->fin_sent)
 		rs->fin_pending = true;
 	rs_send_control(rs);
-	drain_sends(rs, rs->linger.l_onoff ? rs->linger.l_linger * 1000 : RS_CLOSE_MS);
+	drain_sends(rs, ms);
+	wait_peer_fin(rs, ms);
 	rdma_disconnect(rs->id);
 	rs->state = RS_DISCONNECTED;
 	rs->shut_rd = rs->shut_wr = true;
