@@ -240,6 +240,28 @@ pt_name() {  # TEST
   esac
 }
 
+# rsockets (rsockets.sh): rstream over softverbs next to rstream -T s, the
+# same program on the kernel's TCP over the same path.
+rs_table() {
+  local where test size k t r
+  echo "### rsockets: rstream against the kernel's TCP (rstream -T s)"
+  echo
+  echo "| test | where | rstream (rsockets) | rstream -T s (TCP) | ratio | runs ok (range), rsockets / TCP |"
+  echo "|---|---|---|---|---|---|"
+  for where in host veth; do
+    for test in lat/64 bw/1048576; do
+      k=rs/$where/$test t=rs-tcp/$where/$test
+      [[ -n ${NALL[$k]:-} || -n ${NALL[$t]:-} ]] || continue
+      size=${test#*/}
+      r=$(ratio_of "$k" "$t") && r="${r}x" || r="—"
+      echo "| ${test%/*} $(fmt_size "$size") | $where | $(show_val "$k") | $(show_val "$t") | $r | $(runs_of "$k") / $(runs_of "$t") |"
+    done
+  done
+  echo
+  echo "Latency: usec/xfer (one-way), lower is better; bandwidth: MiB/s, higher is better."
+  echo
+}
+
 # --against: each perftest row of this build next to the other build's,
 # measured right after it in every repetition.  "within spread" when the
 # two ranges of runs overlap; else better or worse for this build.
@@ -373,10 +395,12 @@ bench_report() {  # OUT.md
     echo "|---|---|---|---|---|"
     while IFS=$'\t' read -r k _; do
       IFS=/ read -r tool where test size <<<"$k"
-      case $tool in sv|old|scale|idle|cmtime|pair) continue ;; esac
+      case $tool in sv|old|scale|idle|cmtime|pair|rs|rs-tcp) continue ;; esac
       echo "| $(ref_label "$k") | $where | $(fmt_size "$size") | $(show_val "$k") | $(runs_of "$k") |"
     done < <(sort -t/ -k1,1 -k2,2 -k3,3 -k4,4n "$BENCH_WORK/medians.tsv")
     echo
+
+    rs_table
 
     echo "### Scale and idle cost"
     echo

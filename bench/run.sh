@@ -63,6 +63,8 @@ BENCH_START=$(date +%s)
 . "$here/perftest.sh"
 # shellcheck source=consumers.sh
 . "$here/consumers.sh"
+# shellcheck source=rsockets.sh
+. "$here/rsockets.sh"
 # shellcheck source=scale.sh
 . "$here/scale.sh"
 # shellcheck source=report.sh
@@ -139,11 +141,13 @@ for ((rep = 1; rep <= BENCH_REPS; rep++)); do
   bench_log "repetition $rep/$BENCH_REPS: softverbs perftest, same host"
   fam_sv host
   fam_consumers
+  fam_rsockets host
   if [[ $SVB_VETH_OK == 1 ]]; then
     bench_log "repetition $rep/$BENCH_REPS: TCP and softverbs across veth"
     fam_tcp_veth
     peer_ucx tcp tag_bw 8 veth     # the veth message-rate targets' reference
     fam_sv veth
+    fam_rsockets veth
   fi
   BENCH_REPS_DONE=$rep
   ((rep == 1)) && rep_secs=$(( $(date +%s) - rep_t0 ))
