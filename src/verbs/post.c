@@ -1,8 +1,11 @@
 /* ibv_post_send / ibv_post_recv: validate, queue, and kick the requester. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/api.h"
+#include "util/names.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
 
@@ -34,6 +37,32 @@ static bool opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
 	}
 }
 
+/* ibv_wc_status_str(3) has no twin for work requests: the names the
+ * explanations use. */
+SV_NAME_TABLE(sv_wr_opcode_name, enum ibv_wr_opcode, IBV_WR_ATOMIC_WRITE + 1,
+	      [IBV_WR_RDMA_WRITE] = "RDMA_WRITE", [IBV_WR_RDMA_WRITE_WITH_IMM] = "RDMA_WRITE_WITH_IMM",
+	      [IBV_WR_SEND] = "SEND", [IBV_WR_SEND_WITH_IMM] = "SEND_WITH_IMM",
+	      [IBV_WR_RDMA_READ] = "RDMA_READ", [IBV_WR_ATOMIC_CMP_AND_SWP] = "ATOMIC_CMP_AND_SWP",
+	      [IBV_WR_ATOMIC_FETCH_AND_ADD] = "ATOMIC_FETCH_AND_ADD", [IBV_WR_LOCAL_INV] = "LOCAL_INV",
+	      [IBV_WR_BIND_MW] = "BIND_MW", [IBV_WR_SEND_WITH_INV] = "SEND_WITH_INV",
+	      [IBV_WR_TSO] = "TSO", [IBV_WR_DRIVER1] = "DRIVER1", [IBV_WR_ATOMIC_WRITE] = "ATOMIC_WRITE")
+
+/* A work request refused at post time: the QP keeps why (SOFTVERBS_DEBUG
+ * prints it), the caller gets err. */
+static int __attribute__((format(printf, 4, 5)))
+refuse(struct sv_qp *qp, const struct ibv_send_wr *wr, int err, const char *fmt, ...)
+{
+	char rule[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rule, sizeof(rule), fmt, ap);
+	va_end(ap);
+	sv_qp_explain(qp, "ibv_post_send wr_id %llu (%s): %s: %s", (unsigned long long)wr->wr_id,
+		      sv_wr_opcode_name(wr->opcode), rule, err == ENOMEM ? "ENOMEM" : "EINVAL");
+	return err;
+}
+
 static bool sq_state_ok(enum ibv_qp_state s)
 {
 	return s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE || s == IBV_QPS_ERR;
@@ -53,21 +82,25 @@ int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr)
 			 wr->opcode == IBV_WR_ATOMIC_WRITE;
 
 	if (!opcode_ok(qp->ibqp.qp_base.qp_type, wr->opcode))
-		return EINVAL;
+		return refuse(qp, wr, EINVAL, "not an operation of a %s QP",
+			      sv_qp_type_name(qp->ibqp.qp_base.qp_type));
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > sq->max_sge)
-		return EINVAL;
+		return refuse(qp, wr, EINVAL, "num_sge %d, the QP was created with max_send_sge %u",
+			      wr->num_sge, sq->max_sge);
 	if (sq->tail - sq->head >= sq->max_wr)
-		return ENOMEM;
+		return refuse(qp, wr, ENOMEM, "the send queue is full: max_send_wr %u work "
+			      "requests not yet completed", sq->max_wr);
 	for (int i = 0; i < wr->num_sge; i++)
 		len += wr->sg_list[i].length;
 	if (is_inline && len > sq->max_inline)
-		return EINVAL;
+		return refuse(qp, wr, EINVAL, "IBV_SEND_INLINE of %llu bytes, the QP was created "
+			      "with max_inline_data %u", (unsigned long long)len, sq->max_inline);
 	if ((wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
 	     wr->opcode == IBV_WR_ATOMIC_WRITE) &&
 	    (wr->num_sge != 1 || wr->sg_list[0].length != 8))
-		return EINVAL;
+		return refuse(qp, wr, EINVAL, "an atomic takes one SGE of 8 bytes");
 	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
-		return EINVAL;
+		return refuse(qp, wr, EINVAL, "a UD send needs wr.ud.ah");
 
 	w = sv_sq_at(sq, sq->tail);
 	memset(w, 0, sizeof(*w));
@@ -196,11 +229,24 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	 * XRC QPs have no receive queue (their SRQs do). */
 	if (qp->srq || qp->attr.qp_state == IBV_QPS_RESET ||
 	    ibqp->qp_type == IBV_QPT_XRC_SEND || ibqp->qp_type == IBV_QPT_XRC_RECV) {
+		sv_qp_explain(qp, "ibv_post_recv wr_id %llu: %s: EINVAL", (unsigned long long)wr->wr_id,
+			      qp->srq ? "the QP takes its receives from its SRQ (ibv_post_srq_recv)" :
+			      qp->attr.qp_state == IBV_QPS_RESET ?
+			      "the QP is in RESET, receives need INIT or later" :
+			      "an XRC QP has no receive queue (its SRQ has)");
 		*bad_wr = wr;
 		sv_qp_unlock(qp);
 		return EINVAL;
 	}
 	ret = sv_rq_post(&qp->rq, wr, bad_wr);
+	if (ret == ENOMEM)
+		sv_qp_explain(qp, "ibv_post_recv wr_id %llu: the receive queue is full: max_recv_wr %u "
+			      "posted and not yet consumed: ENOMEM",
+			      (unsigned long long)(*bad_wr)->wr_id, qp->rq.max_wr);
+	else if (ret)
+		sv_qp_explain(qp, "ibv_post_recv wr_id %llu: num_sge %d, the QP was created with "
+			      "max_recv_sge %u: EINVAL", (unsigned long long)(*bad_wr)->wr_id,
+			      (*bad_wr)->num_sge, qp->rq.max_sge);
 	if (qp->attr.qp_state == IBV_QPS_ERR)
 		sv_qp_flush(qp);
 	else

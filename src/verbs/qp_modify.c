@@ -4,6 +4,7 @@
  * and what each transition does.  A wrong mask is EINVAL.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/api.h"
@@ -132,6 +133,11 @@ SV_NAME_TABLE(sv_qp_state_name, enum ibv_qp_state, IBV_QPS_ERR + 1,
 	      [IBV_QPS_RTS] = "RTS", [IBV_QPS_SQD] = "SQD", [IBV_QPS_SQE] = "SQE",
 	      [IBV_QPS_ERR] = "ERR")
 
+SV_NAME_TABLE(sv_qp_type_name, enum ibv_qp_type, IBV_QPT_XRC_RECV + 1,
+	      [IBV_QPT_RC] = "RC", [IBV_QPT_UC] = "UC", [IBV_QPT_UD] = "UD",
+	      [IBV_QPT_RAW_PACKET] = "RAW_PACKET", [IBV_QPT_XRC_SEND] = "XRC_SEND",
+	      [IBV_QPT_XRC_RECV] = "XRC_RECV")
+
 static int type_index(enum ibv_qp_type t)
 {
 	switch (t) {
@@ -143,8 +149,9 @@ static int type_index(enum ibv_qp_type t)
 	}
 }
 
-/* Values the device cannot take, whatever the transition. */
-static int check_values(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
+/* Values the device cannot take, whatever the transition: the rule an
+ * attribute breaks, or NULL. */
+static const char *bad_value(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 {
 	/* What remote peers may do is the REMOTE_* bits; the other access flags
 	 * (an MR's, such as ON_DEMAND, as rdma-core's tests pass them) mean
@@ -155,31 +162,83 @@ static int check_values(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 				 IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE;
 
 	if ((mask & IBV_QP_PORT) && a->port_num != 1)
-		return EINVAL;
+		return "port_num must be 1, the device's only port";
 	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0)
-		return EINVAL;
+		return "pkey_index must be 0, the only P_Key";
 	if ((mask & IBV_QP_ACCESS_FLAGS) && (a->qp_access_flags & ~acc))
-		return EINVAL;
+		return "qp_access_flags has bits that are no enum ibv_access_flags";
 	if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
-		return EINVAL;
+		return "path_mtu must be an enum ibv_mtu, IBV_MTU_256 to IBV_MTU_4096";
 	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > SV_MAX_RD_ATOM)
-		return EINVAL;
+		return "max_rd_atomic is above the device's max_qp_init_rd_atom";
 	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > SV_MAX_RD_ATOM)
-		return EINVAL;
+		return "max_dest_rd_atomic is above the device's max_qp_rd_atom";
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
-		return EINVAL;
+		return "min_rnr_timer is a 5-bit code, 0 to 31";
 	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
-		return EINVAL;
+		return "timeout is a 5-bit exponent, 0 to 31";
 	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
-		return EINVAL;
+		return "retry_cnt is 0 to 7";
 	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
-		return EINVAL;
+		return "rnr_retry is 0 to 7 (7: retry forever)";
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
-		return EINVAL;
+		return "dest_qp_num is a 24-bit QP number";
 	if ((mask & IBV_QP_AV) && qp->ibqp.qp_base.qp_type != IBV_QPT_UD &&
 	    sv_ah_resolve(qp->ibqp.qp_base.context, &a->ah_attr, &qp->peer))
-		return EINVAL;
-	return 0;
+		return "ah_attr names no address of a softverbs device (its dlid or, with is_global, "
+		       "its dgid)";
+	return NULL;
+}
+
+/* The attr_mask bits, for explanations. */
+static const struct { int bit; const char *name; } mask_names[] = {
+	{ IBV_QP_STATE, "STATE" }, { IBV_QP_CUR_STATE, "CUR_STATE" },
+	{ IBV_QP_EN_SQD_ASYNC_NOTIFY, "EN_SQD_ASYNC_NOTIFY" }, { IBV_QP_ACCESS_FLAGS, "ACCESS_FLAGS" },
+	{ IBV_QP_PKEY_INDEX, "PKEY_INDEX" }, { IBV_QP_PORT, "PORT" }, { IBV_QP_QKEY, "QKEY" },
+	{ IBV_QP_AV, "AV" }, { IBV_QP_PATH_MTU, "PATH_MTU" }, { IBV_QP_TIMEOUT, "TIMEOUT" },
+	{ IBV_QP_RETRY_CNT, "RETRY_CNT" }, { IBV_QP_RNR_RETRY, "RNR_RETRY" },
+	{ IBV_QP_RQ_PSN, "RQ_PSN" }, { IBV_QP_MAX_QP_RD_ATOMIC, "MAX_QP_RD_ATOMIC" },
+	{ IBV_QP_ALT_PATH, "ALT_PATH" }, { IBV_QP_MIN_RNR_TIMER, "MIN_RNR_TIMER" },
+	{ IBV_QP_SQ_PSN, "SQ_PSN" }, { IBV_QP_MAX_DEST_RD_ATOMIC, "MAX_DEST_RD_ATOMIC" },
+	{ IBV_QP_PATH_MIG_STATE, "PATH_MIG_STATE" }, { IBV_QP_CAP, "CAP" },
+	{ IBV_QP_DEST_QPN, "DEST_QPN" }, { IBV_QP_RATE_LIMIT, "RATE_LIMIT" },
+};
+
+/* "IBV_QP_AV|IBV_QP_RQ_PSN" for the bits of mask. */
+static const char *mask_str(uint32_t mask, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof(mask_names) / sizeof(mask_names[0]) && n < len; i++)
+		if (mask & (uint32_t)mask_names[i].bit)
+			n += (size_t)snprintf(buf + n, len - n, "%sIBV_QP_%s", n ? "|" : "",
+					      mask_names[i].name);
+	if (!n)
+		snprintf(buf, len, "0x%x", mask);
+	return buf;
+}
+
+/* Why the modify-QP table refuses cur -> next with this mask. */
+static void explain_mask(struct sv_qp *qp, const struct sv_transition *t, int ti,
+			 enum ibv_qp_state cur, enum ibv_qp_state next, uint32_t mask)
+{
+	const char *type = sv_qp_type_name(qp->ibqp.qp_base.qp_type);
+	uint32_t missing = t->req[ti] & ~mask;
+	uint32_t extra = mask & ~(IBV_QP_STATE | t->req[ti] | t->opt[ti]);
+	char m[200];
+
+	if (!t->valid)
+		sv_qp_explain(qp, "ibv_modify_qp: %s -> %s is no transition of a QP: EINVAL",
+			      sv_qp_state_name(cur), sv_qp_state_name(next));
+	else if (missing)
+		sv_qp_explain(qp, "ibv_modify_qp: %s -> %s (%s QP) requires %s, not in attr_mask: "
+			      "EINVAL", sv_qp_state_name(cur), sv_qp_state_name(next), type,
+			      mask_str(missing, m, sizeof(m)));
+	else
+		sv_qp_explain(qp, "ibv_modify_qp: %s -> %s (%s QP) does not take %s: EINVAL",
+			      sv_qp_state_name(cur), sv_qp_state_name(next), type,
+			      mask_str(extra, m, sizeof(m)));
 }
 
 /* As the kernel's uverbs: a controlled Q_Key lets a QP take datagrams meant
@@ -285,6 +344,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	const struct sv_transition *t;
 	int ti = type_index(ibqp->qp_type), ret;
 	uint32_t allowed;
+	const char *why;
 
 	ret = check_qkey_privilege(attr, mask);
 	if (ret)
@@ -293,24 +353,31 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	pthread_mutex_lock(&qp->lock);
 	cur = qp->attr.qp_state;
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {
+		sv_qp_explain(qp, "ibv_modify_qp: IBV_QP_CUR_STATE says %s, the QP is in %s: EINVAL",
+			      sv_qp_state_name(attr->cur_qp_state), sv_qp_state_name(cur));
 		ret = EINVAL;
 		goto out;
 	}
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	if (next > IBV_QPS_ERR || cur > IBV_QPS_ERR) {
+		sv_qp_explain(qp, "ibv_modify_qp: qp_state %d is no enum ibv_qp_state: EINVAL", next);
 		ret = EINVAL;
 		goto out;
 	}
 	t = &qp_table[cur][next];
 	allowed = IBV_QP_STATE | t->req[ti] | t->opt[ti];
 	if (!t->valid || (mask & t->req[ti]) != t->req[ti] || (mask & ~allowed)) {
-		sv_info("modify_qp %u: %d->%d mask 0x%x rejected", ibqp->qp_num, cur, next, mask);
+		explain_mask(qp, t, ti, cur, next, (uint32_t)mask);
 		ret = EINVAL;
 		goto out;
 	}
-	ret = check_values(qp, attr, mask);
-	if (ret)
+	why = bad_value(qp, attr, mask);
+	if (why) {
+		sv_qp_explain(qp, "ibv_modify_qp: %s -> %s: %s: EINVAL", sv_qp_state_name(cur),
+			      sv_qp_state_name(next), why);
+		ret = EINVAL;
 		goto out;
+	}
 	copy_attrs(qp, attr, mask);
 	sv_engine_enter(to_sctx(ibqp->context)->node);
 	apply_transition(qp, cur, next);

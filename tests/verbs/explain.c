@@ -1,7 +1,8 @@
 /* Errors that name the broken rule (SOFTVERBS_DEBUG=1): the common misuse
  * cases each print one line saying which object broke which rule: a
  * receive buffer too small, an unregistered buffer, an SGE beyond its MR, a
- * missing remote right, a QP not in RTS, no receive posted, a CQ overrun. */
+ * missing remote right, a QP not in RTS, no receive posted, a CQ overrun;
+ * and the EINVAL/ENOMEM of ibv_modify_qp and the post verbs. */
 #include <fcntl.h>
 
 #include "common.h"
@@ -170,6 +171,78 @@ static void cq_overrun(void)
 	t_pair_close(&p);
 }
 
+/* ibv_modify_qp's EINVALs name the modify-QP table's rule they break. */
+static void modify_mask(void)
+{
+	struct ibv_context *ctx = t_open();
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024 };
+	struct t_opts o;
+	struct t_ep e;
+
+	t_opts_default(&o, IBV_QPT_RC);
+	t_ep_create(&e, ctx, &o);
+	a.qp_state = IBV_QPS_RTS;
+	CHECK_ERR(ibv_modify_qp(e.qp, &a, IBV_QP_STATE), EINVAL);
+	EXPECT("no such transition", "ibv_modify_qp: RESET -> RTS is no transition", "EINVAL");
+	next_case();
+	CHECK_OK(t_to_init(e.qp, &o));
+	a.qp_state = IBV_QPS_RTR;
+	CHECK_ERR(ibv_modify_qp(e.qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU), EINVAL);
+	EXPECT("missing attribute", "INIT -> RTR (RC QP) requires", "IBV_QP_AV", "IBV_QP_RQ_PSN",
+	       "IBV_QP_DEST_QPN", "not in attr_mask: EINVAL");
+	next_case();
+	a.qp_state = IBV_QPS_INIT;
+	a.sq_psn = 1;
+	CHECK_ERR(ibv_modify_qp(e.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), EINVAL);
+	EXPECT("extra attribute", "INIT -> INIT (RC QP) does not take IBV_QP_SQ_PSN", "EINVAL");
+	next_case();
+	a.port_num = 2;
+	CHECK_ERR(ibv_modify_qp(e.qp, &a, IBV_QP_STATE | IBV_QP_PORT), EINVAL);
+	EXPECT("bad value", "INIT -> INIT", "port_num must be 1", "EINVAL");
+	next_case();
+	a.cur_qp_state = IBV_QPS_RTS;
+	CHECK_ERR(ibv_modify_qp(e.qp, &a, IBV_QP_STATE | IBV_QP_CUR_STATE), EINVAL);
+	EXPECT("current state", "IBV_QP_CUR_STATE says RTS, the QP is in INIT", "EINVAL");
+	t_ep_destroy(&e);
+	CHECK_OK(ibv_close_device(ctx));
+}
+
+/* Work requests refused at post time say which limit or rule they broke. */
+static void post_limits(void)
+{
+	struct t_opts o;
+	struct t_pair p;
+	struct ibv_sge sge[3];
+	struct ibv_send_wr w = { .wr_id = 31, .sg_list = sge, .num_sge = 3, .opcode = IBV_WR_SEND };
+	struct ibv_send_wr *bad;
+	int i, ret = 0;
+
+	t_opts_default(&o, IBV_QPT_RC);
+	o.max_send_wr = 4;
+	o.max_send_sge = 2;
+	o.max_recv_wr = 2;
+	o.rnr_retry = 7;
+	t_pair_open(&p, &o);
+	for (i = 0; i < 3; i++)
+		sge[i] = (struct ibv_sge){ (uintptr_t)p.a.buf, 8, p.a.mr->lkey };
+	CHECK_ERR(ibv_post_send(p.a.qp, &w, &bad), EINVAL);
+	EXPECT("too many SGEs", "ibv_post_send wr_id 31 (SEND)", "num_sge 3", "max_send_sge 2",
+	       "EINVAL");
+	next_case();
+	CHECK_OK(t_post_recv(p.b.qp, 50, p.b.buf, 8, p.b.mr->lkey));
+	CHECK_OK(t_post_recv(p.b.qp, 51, p.b.buf, 8, p.b.mr->lkey));
+	CHECK_ERR(t_post_recv(p.b.qp, 52, p.b.buf, 8, p.b.mr->lkey), ENOMEM);
+	EXPECT("receive queue full", "ibv_post_recv wr_id 52", "the receive queue is full",
+	       "ENOMEM");
+	next_case();
+	/* two SENDs take the receives, the next wait for more (RNR, forever) */
+	for (i = 0; i < 16 && !ret; i++)
+		ret = t_post_send(p.a.qp, IBV_WR_SEND, 40 + i, p.a.buf, 8, p.a.mr->lkey, 0);
+	CHECK(ret == ENOMEM);
+	EXPECT("send queue full", "(SEND)", "the send queue is full", "max_send_wr", "ENOMEM");
+	t_pair_close(&p);
+}
+
 int main(void)
 {
 	t_alarm(40);
@@ -187,6 +260,10 @@ int main(void)
 	no_receive();
 	next_case();
 	cq_overrun();
+	next_case();
+	modify_mask();
+	next_case();
+	post_limits();
 	unlink(log_path);
 	return 0;
 }
