@@ -217,6 +217,10 @@ uint64_t cm_now_ms(void);
 extern int cm_debug;
 void cm_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define CM_TRACE(...) do { if (cm_debug) cm_trace(__VA_ARGS__); } while (0)
+/* explain.c: an error event's reason, one line on stderr when
+ * SOFTVERBS_DEBUG (cm_explain_on) or SOFTVERBS_CM_DEBUG is set. */
+extern int cm_explain_on;
+void cm_explain_event(const struct cm_id *p, enum rdma_cm_event_type type, int status);
 int cm_set_errno(int err);        /* errno = err; return -1 */
 
 struct cm_id *cm_id_lookup(uint64_t serial);   /* [G] NULL if gone */

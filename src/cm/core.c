@@ -319,6 +319,8 @@ static void cm_init_once(void)
 	cm.service_timeout_ms = env_ms("SOFTVERBS_CM_SERVICE_TIMEOUT_MS", 60000);
 	cm.timewait_ms = env_ms("SOFTVERBS_CM_TIMEWAIT_MS", 500);
 	cm_debug = getenv("SOFTVERBS_CM_DEBUG") != NULL;
+	/* as util/env.c reads it for the device: a level, 0 or unset is off */
+	cm_explain_on = getenv("SOFTVERBS_DEBUG") && atoi(getenv("SOFTVERBS_DEBUG")) > 0;
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 

@@ -138,6 +138,7 @@ struct cm_event *cm_event_alloc(struct cm_id *p, enum rdma_cm_event_type type,
 	e->ev.status = status;
 	e->owner = p;
 	sv_list_init(&e->node);
+	cm_explain_event(p, type, status);
 	return e;
 }
 

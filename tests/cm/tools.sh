@@ -171,6 +171,17 @@ rdma_server)
 	grep -q 'rdma_server: end 0' "$SRV" || fail "server did not end 0"
 	{ [ "$CLI_RC" = 0 ] && [ "$SRV_RC" = 0 ]; } || fail "exit codes $CLI_RC/$SRV_RC"
 	cat "$CLI" ;;
+refused)
+	# Nobody listens: the client fails as an IB CM's REQ for an unknown
+	# service would, and with SOFTVERBS_DEBUG=1 says so in words.
+	need rdma_client
+	SV_RUN_ENV+=(SOFTVERBS_DEBUG=1)
+	run_client rdma_client -s 127.0.0.1 -p 27505
+	[ "$CLI_RC" != 0 ] || fail "rdma_client connected to nobody"
+	grep -q 'rdma_connect: Connection refused' "$CLI" || fail "no ECONNREFUSED from rdma_connect"
+	grep -q '127.0.0.1:27505: nobody listens there .*RDMA_CM_EVENT_REJECTED status 8' "$CLI" ||
+		fail "no line naming why the connection was refused"
+	grep 'nobody listens' "$CLI" ;;
 xrc_rc)
 	need rdma_xserver
 	start_server 27505 rdma_xserver -p 27505
