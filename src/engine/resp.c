@@ -643,20 +643,35 @@ void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *pa
 	struct ibv_wc wc = { 0 };
 	size_t total;
 
-	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR)
+	/* A fabric drops these silently; the QP's last error says why. */
+	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR) {
+		sv_qp_explain(qp, "UD datagram from QP %#x dropped: the QP is in %s, receives "
+			      "need RTR or RTS", h->src_qpn, sv_qp_state_name(qp->attr.qp_state));
 		return;
-	if (h->qkey != qp->attr.qkey)
-		return;                       /* Q_Key violation: dropped */
-	if (!sv_qp_take_rwqe(qp, &qp->rctx.wqe.w))
-		return;                       /* no receive posted: dropped silently */
+	}
+	if (h->qkey != qp->attr.qkey) {
+		sv_qp_explain(qp, "UD datagram from QP %#x dropped: its Q_Key %#x is not the QP's "
+			      "%#x", h->src_qpn, h->qkey, qp->attr.qkey);
+		return;
+	}
+	if (!sv_qp_take_rwqe(qp, &qp->rctx.wqe.w)) {
+		sv_qp_explain(qp, "UD datagram of %u bytes from QP %#x dropped: no receive posted",
+			      h->len, h->src_qpn);
+		return;
+	}
 	wc.wr_id = qp->rctx.wqe.w.wr_id;
 	write_grh(qp, h, src, &grh);
 	/* translated and copied under one hold of the MR lock */
 	sv_mr_rdlock();
 	wc.status = sv_sges_translate(qp->ibqp.qp_base.pd, qp->rctx.wqe.w.sge,
 				      qp->rctx.wqe.w.num_sge, SV_LOCAL_WRITE, seg, &nseg, &total);
-	if (wc.status == IBV_WC_SUCCESS && total < SV_UD_GRH_LEN + (size_t)h->len)
+	if (wc.status == IBV_WC_SUCCESS && total < SV_UD_GRH_LEN + (size_t)h->len) {
 		wc.status = IBV_WC_LOC_LEN_ERR;
+		sv_qp_explain(qp, "UD datagram from QP %#x: receive wr_id %llu holds %zu bytes, "
+			      "the datagram needs %u (the 40-byte GRH) + %u: %s", h->src_qpn,
+			      (unsigned long long)wc.wr_id, total, SV_UD_GRH_LEN, h->len,
+			      ibv_wc_status_str(wc.status));
+	}
 	if (wc.status == IBV_WC_SUCCESS) {
 		size_t off = 0;
 		const uint8_t *srcs[2] = { (const uint8_t *)&grh, payload };

@@ -2,7 +2,8 @@
  * cases each print one line saying which object broke which rule: a
  * receive buffer too small, an unregistered buffer, an SGE beyond its MR, a
  * missing remote right, a QP not in RTS, no receive posted, a CQ overrun;
- * and the EINVAL/ENOMEM of ibv_modify_qp and the post verbs. */
+ * the EINVAL/ENOMEM of ibv_modify_qp and the post verbs; UD datagrams
+ * dropped or too large for their receive. */
 #include <fcntl.h>
 
 #include "common.h"
@@ -243,6 +244,37 @@ static void post_limits(void)
 	t_pair_close(&p);
 }
 
+/* UD datagrams a fabric drops silently say why in the QP's last error, and
+ * a receive without room for the GRH says so. */
+static void ud_drops(void)
+{
+	struct t_opts o;
+	struct t_pair p;
+	struct ibv_ah *ah = t_pair_open_ud(&p, &o, false);
+
+	CHECK_OK(t_post_ud(p.a.qp, 1, p.a.buf, 64, p.a.mr->lkey, ah, p.ib.qpn, o.qkey,
+			   IBV_SEND_SIGNALED));
+	CHECK_STATUS(t_wc(p.a.cq, 2000), IBV_WC_SUCCESS);
+	t_no_wc(p.b.cq, 150);
+	EXPECT("UD without a receive", "UD datagram of 64 bytes from QP", "no receive posted");
+	next_case();
+	CHECK_OK(t_post_recv(p.b.qp, 7, p.b.buf, 64, p.b.mr->lkey));
+	CHECK_OK(t_post_ud(p.a.qp, 2, p.a.buf, 64, p.a.mr->lkey, ah, p.ib.qpn, o.qkey + 1,
+			   IBV_SEND_SIGNALED));
+	CHECK_STATUS(t_wc(p.a.cq, 2000), IBV_WC_SUCCESS);
+	t_no_wc(p.b.cq, 150);
+	EXPECT("UD Q_Key", "dropped: its Q_Key", "is not the QP's");
+	next_case();
+	CHECK_OK(t_post_ud(p.a.qp, 3, p.a.buf, 64, p.a.mr->lkey, ah, p.ib.qpn, o.qkey,
+			   IBV_SEND_SIGNALED));
+	CHECK_STATUS(t_wc(p.a.cq, 2000), IBV_WC_SUCCESS);
+	CHECK_STATUS(t_wc(p.b.cq, 2000), IBV_WC_LOC_LEN_ERR);
+	EXPECT("UD receive without the GRH", "receive wr_id 7 holds 64 bytes",
+	       "needs 40 (the 40-byte GRH) + 64", "local length error");
+	CHECK_OK(ibv_destroy_ah(ah));
+	t_pair_close(&p);
+}
+
 int main(void)
 {
 	t_alarm(40);
@@ -264,6 +296,8 @@ int main(void)
 	modify_mask();
 	next_case();
 	post_limits();
+	next_case();
+	ud_drops();
 	unlink(log_path);
 	return 0;
 }
