@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/capture.h"
 #include "engine/engine.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -164,6 +165,8 @@ static ssize_t pull_copy(struct sv_qp *qp, struct sv_conn *c, const struct sv_wi
 		return 0;
 	}
 	r = sv_chan_pull(c, c->qc->pull_rx, n, qp->rctx.dst, qp->rctx.ndst, h->rlen);
+	if (r >= 0)
+		SV_CAPTURE(sv_capture_pulled(qp, h, qp->rctx.dst, qp->rctx.ndst));
 	sv_mr_unlock();
 	return r;
 }
@@ -645,6 +648,7 @@ void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *pa
 
 	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR)
 		return;
+	SV_CAPTURE(sv_capture_ud_rx(qp, h, payload, src));
 	if (h->qkey != qp->attr.qkey)
 		return;                       /* Q_Key violation: dropped */
 	if (!sv_qp_take_rwqe(qp, &qp->rctx.wqe.w))
