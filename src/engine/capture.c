@@ -49,6 +49,7 @@ struct cap_qp {
 	uint32_t qpn;
 	struct cap_dir sq, rq;        /* our requests; the peer's */
 	uint32_t ud_tx, ud_rx;        /* UD: PSNs of the datagrams */
+	bool ud_started;              /* ud_tx began at the QP's sq_psn */
 	struct cap_qp *next;
 };
 
@@ -56,6 +57,7 @@ static struct {
 	pthread_mutex_t lock;
 	const char *dir;
 	FILE *file;
+	bool failed;                  /* the file could not be made: said once */
 	pid_t pid;                    /* the file's process (a fork opens its own) */
 	struct cap_qp *qps[CAP_BUCKETS];
 	uint8_t pkt[SV_ROCE_MAX_PKT];
@@ -80,15 +82,16 @@ static FILE *cap_file(void)
 {
 	char name[96];
 
-	if (cap.file && cap.pid == getpid())
+	if ((cap.file || cap.failed) && cap.pid == getpid())
 		return cap.file;
+	if (cap.file)                  /* the parent's, flushed: a forked child writes its own */
+		fclose(cap.file);
 	cap.pid = getpid();
 	snprintf(name, sizeof(name), "softverbs-%s-%d.pcap", program_invocation_short_name, (int)cap.pid);
 	cap.file = sv_pcap_create(cap.dir, name);
-	if (!cap.file) {
+	cap.failed = !cap.file;
+	if (cap.failed)
 		sv_err("packet capture: cannot create %s/%s: %s", cap.dir, name, strerror(errno));
-		sv_capture_on = false;
-	}
 	return cap.file;
 }
 
@@ -557,10 +560,11 @@ void sv_capture_ud_tx(struct sv_qp *qp, const struct sv_wire_hdr *h, const struc
 		x.t.dip = dst.s_addr;
 		x.t.dqpn = s.dst_qpn;
 		x.mtu = SV_WIRE_MTU;
-		if (!x.q->ud_tx)
-			x.q->ud_tx = qp->attr.sq_psn | 1u << 31;   /* bit 31: started */
-		emit_ud(&x, &s, x.q->ud_tx & PSN_MASK, seg, n);
-		x.q->ud_tx = ((x.q->ud_tx + 1) & PSN_MASK) | 1u << 31;
+		if (!x.q->ud_started)
+			x.q->ud_tx = qp->attr.sq_psn;
+		x.q->ud_started = true;
+		emit_ud(&x, &s, x.q->ud_tx, seg, n);
+		x.q->ud_tx = (x.q->ud_tx + 1) & PSN_MASK;
 	}
 	cap_end();
 }
@@ -577,7 +581,7 @@ void sv_capture_ud_rx(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8
 		x.t.sip = src.s_addr;
 		x.t.sport = 0xc000 | (h->src_qpn & 0x3fff);
 		x.mtu = SV_WIRE_MTU;
-		emit_ud(&x, h, x.q->ud_rx & PSN_MASK, &one, 1);
+		emit_ud(&x, h, x.q->ud_rx, &one, 1);
 		x.q->ud_rx = (x.q->ud_rx + 1) & PSN_MASK;
 	}
 	cap_end();
