@@ -49,6 +49,9 @@ case $case in
     sv_run_pair || sv_fail "$PL_ERR"
     sv_status server "$SV_SRC" || sv_fail "softverbs run ibv_rc_pingpong: server"
     sv_status client "$SV_CRC" || sv_fail "softverbs run ibv_rc_pingpong: client"
+    if sv_sanitizer_report "$SV_SLOG" || sv_sanitizer_report "$SV_CLOG"; then
+      sv_fail "sanitizer report"
+    fi
     SOFTVERBS_PCAP=$dir ;;
   *) sv_fail "unknown case $case" ;;
 esac
