@@ -50,6 +50,8 @@ struct cap_qp {
 	struct cap_dir sq, rq;        /* our requests; the peer's */
 	uint32_t ud_tx, ud_rx;        /* UD: PSNs of the datagrams */
 	bool ud_started;              /* ud_tx began at the QP's sq_psn */
+	bool pull_pending;            /* a pulled SEND in, its data not yet copied */
+	struct sv_wire_hdr pull_hdr;
 	struct cap_qp *next;
 };
 
@@ -173,6 +175,8 @@ struct cap_ctx {
 	struct sv_roce_pkt t;         /* the template: addresses, QPN, fields */
 };
 
+static void pull_flush(struct sv_qp *qp, struct cap_qp *q, const struct iovec *dst, int n);
+
 static void ctx_init(struct cap_ctx *x, struct sv_qp *qp, bool tx)
 {
 	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
@@ -194,6 +198,24 @@ static void ctx_init(struct cap_ctx *x, struct sv_qp *qp, bool tx)
 	x->t.dip = tx ? peer : me;
 	x->t.dqpn = tx ? qp->peer_qpn : qp->ibqp.qp_base.qp_num;
 	x->t.sport = 0xc000 | (src_qpn & 0x3fff);     /* RoCEv2: the flow's entropy */
+	if (x->q && x->q->pull_pending)
+		pull_flush(qp, x->q, NULL, 0);
+}
+
+static void emit_request(struct cap_ctx *x, const struct sv_wire_hdr *h, const struct iovec *iov,
+			 int n, uint64_t len);
+
+/* The pulled SEND that came in: with its data once copied (dst), else
+ * (no receive, an error, a duplicate) with zeros before what follows. */
+static void pull_flush(struct sv_qp *qp, struct cap_qp *q, const struct iovec *dst, int n)
+{
+	struct sv_wire_hdr h = q->pull_hdr;
+	struct cap_ctx x;
+
+	q->pull_pending = false;
+	h.flags &= ~SV_WF_PULL;
+	ctx_init(&x, qp, false);
+	emit_request(&x, &h, dst, n, h.rlen);
 }
 
 static void emit(struct cap_ctx *x, struct sv_roce_pkt *p)
@@ -272,6 +294,8 @@ static void emit_aeth(struct cap_ctx *x, uint8_t op, uint32_t psn, uint8_t syndr
 {
 	struct sv_roce_pkt p = x->t;
 
+	if (x->base != SV_ROCE_RC)
+		return;                    /* UC: no acknowledgements on the wire */
 	p.opcode = x->base | op;
 	p.psn = psn;
 	p.syndrome = syndrome;
@@ -444,8 +468,18 @@ void sv_capture_rx(struct sv_conn *c)
 	bool have;
 	struct cap_ctx x;
 
-	if (!c->qc->qp || (h->flags & SV_WF_PULL))
-		return;                    /* a pulled SEND: written when pulled (sv_capture_pulled) */
+	if (!c->qc->qp)
+		return;
+	if (h->flags & SV_WF_PULL) {       /* written when pulled (sv_capture_pulled) */
+		pthread_mutex_lock(&cap.lock);
+		ctx_init(&x, c->qc->qp, false);
+		if (x.q) {
+			x.q->pull_hdr = *h;
+			x.q->pull_pending = true;
+		}
+		cap_end();
+		return;
+	}
 	sv_mr_rdlock();                    /* the payload is in registered memory */
 	have = !pl->discard && pl->epoch == sv_mr_epoch;
 	pthread_mutex_lock(&cap.lock);
@@ -467,16 +501,14 @@ void sv_capture_ack_word(struct sv_qp *qp, uint32_t psn, bool tx)
 	cap_end();
 }
 
-void sv_capture_pulled(struct sv_qp *qp, const struct sv_wire_hdr *h, const struct iovec *dst, int n)
+void sv_capture_pulled(struct sv_qp *qp, const struct iovec *dst, int n)
 {
-	struct sv_wire_hdr s = *h;
-	struct cap_ctx x;
+	struct cap_qp *q;
 
-	s.flags &= ~SV_WF_PULL;
 	pthread_mutex_lock(&cap.lock);
-	ctx_init(&x, qp, false);
-	if (x.q)
-		emit_request(&x, &s, dst, n, h->rlen);
+	q = cap_qp(qp->ibqp.qp_base.qp_num);
+	if (q && q->pull_pending)
+		pull_flush(qp, q, dst, n);
 	cap_end();
 }
 

@@ -33,8 +33,8 @@ void sv_capture_rx(struct sv_conn *c);
 void sv_capture_ack_word(struct sv_qp *qp, uint32_t psn, bool tx);
 /* A one-sided operation the requester did in the peer's memory itself. */
 void sv_capture_direct(struct sv_qp *qp, const struct sv_direct *d);
-/* A pulled SEND, copied into the receive buffer dst[0..n). */
-void sv_capture_pulled(struct sv_qp *qp, const struct sv_wire_hdr *h, const struct iovec *dst, int n);
+/* The pulled SEND received last, copied into the receive buffer dst[0..n). */
+void sv_capture_pulled(struct sv_qp *qp, const struct iovec *dst, int n);
 /* A UD datagram sent (header sealed; payload seg[0..n), n < 0: it failed)
  * or received. */
 void sv_capture_ud_tx(struct sv_qp *qp, const struct sv_wire_hdr *h, const struct iovec *seg, int n,

@@ -166,7 +166,7 @@ static ssize_t pull_copy(struct sv_qp *qp, struct sv_conn *c, const struct sv_wi
 	}
 	r = sv_chan_pull(c, c->qc->pull_rx, n, qp->rctx.dst, qp->rctx.ndst, h->rlen);
 	if (r >= 0)
-		SV_CAPTURE(sv_capture_pulled(qp, h, qp->rctx.dst, qp->rctx.ndst));
+		SV_CAPTURE(sv_capture_pulled(qp, qp->rctx.dst, qp->rctx.ndst));
 	sv_mr_unlock();
 	return r;
 }
