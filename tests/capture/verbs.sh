@@ -30,6 +30,11 @@ for p in "${progs[@]}"; do
     echo "FAIL: verbs_$p exited with $rc under capture"
     exit 1
   fi
+  if grep -qE 'runtime error|Sanitizer|ThreadSanitizer' "$tmp/$p.log"; then
+    cat "$tmp/$p.log"
+    echo "FAIL: sanitizer report from verbs_$p under capture"
+    exit 1
+  fi
 done
 shopt -s nullglob
 files=("$tmp"/*.pcap)
