@@ -18,8 +18,9 @@ set -euo pipefail
 PKGS_build=(cmake make gcc libc6-dev pkg-config libibverbs-dev librdmacm-dev)
 # Debian's unmodified RDMA programs that the demo and the compat tests run.
 PKGS_run=(ibverbs-utils rdmacm-utils perftest libfabric-bin)
-# Tools the test scripts use (ss/ip, ps/pkill, killall/fuser, setarch/taskset).
-PKGS_tools=(iproute2 procps psmisc util-linux)
+# Tools the test scripts use (ss/ip, ps/pkill, killall/fuser, setarch/taskset;
+# tshark opens the packet captures of tests/capture).
+PKGS_tools=(iproute2 procps psmisc util-linux tshark)
 # Sanitizer and fuzzer runtimes beyond gcc's own libasan/libubsan/libtsan.
 PKGS_sanitize=(clang libclang-rt-14-dev)
 # Other programs that use RDMA, run unmodified: by tests/consumers under
@@ -105,6 +106,8 @@ fi
 
 echo "deps.sh: installing missing Debian packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# wireshark-common asks whether non-root users may capture: no, without asking
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
 apt_opts=(-y -q -o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 apt-get "${apt_opts[@]}" update </dev/null
 apt-get "${apt_opts[@]}" install --no-install-recommends "${missing[@]}" </dev/null

@@ -10,7 +10,7 @@ static int cmd_help(int argc, char **argv);
 
 static const struct sv_cli_cmd cmds[] = {
 	{ "run", sv_cli_run, "Run a program on softverbs (library path, device node, sysfs tree)",
-	  "run [--] PROGRAM [ARGS...]" },
+	  "run [--pcap DIR] [--] PROGRAM [ARGS...]" },
 	{ "setup", sv_cli_setup, "Create (or --remove) the device node and sysfs tree for all users (root)",
 	  "setup [--remove]" },
 	{ "help", cmd_help, "Show the subcommands, or one subcommand's usage", "help [COMMAND]" },

@@ -3,6 +3,8 @@
  * first in an exported LD_LIBRARY_PATH (so mpirun -x carries it on), and the
  * device is made visible to consumers that look for kernel artefacts: the
  * ones `softverbs setup` left, else a private namespace with its own.
+ * --pcap DIR sets SOFTVERBS_PCAP: each process writes a packet capture
+ * there (docs/observability.md).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -71,15 +74,38 @@ static const char *make_visible(const char *dev_name)
 	return SV_CLI_NS_SYSFS;
 }
 
+/* --pcap DIR: the captures go there (made if missing), named absolutely so
+ * that a program that changes directory still finds it. */
+static int set_pcap_dir(const char *dir)
+{
+	char abs[PATH_MAX];
+
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "%s run: --pcap %s: %s\n", sv_cli_prog, dir, strerror(errno));
+		return -errno;
+	}
+	if (!realpath(dir, abs)) {
+		fprintf(stderr, "%s run: --pcap %s: %s\n", sv_cli_prog, dir, strerror(errno));
+		return -errno;
+	}
+	setenv("SOFTVERBS_PCAP", abs, 1);
+	return 0;
+}
+
 int sv_cli_run(int argc, char **argv)
 {
 	const char *dev_name, *sysfs;
 	int i = 1;
 
+	if (i + 1 < argc && !strcmp(argv[i], "--pcap")) {
+		if (set_pcap_dir(argv[i + 1]))
+			return 1;
+		i += 2;
+	}
 	if (i < argc && !strcmp(argv[i], "--"))
 		i++;
 	if (i >= argc) {
-		fprintf(stderr, "Usage: %s run [--] PROGRAM [ARGS...]\n", sv_cli_prog);
+		fprintf(stderr, "Usage: %s run [--pcap DIR] [--] PROGRAM [ARGS...]\n", sv_cli_prog);
 		return 2;
 	}
 	if (prepend_lib_path())

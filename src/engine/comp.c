@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/capture.h"
 #include "engine/engine.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -298,6 +299,7 @@ void sv_comp_ack_word(struct sv_qp *qp, struct sv_conn *c)
 
 	if (!sv_chan_ack_take(c, &psn) || qp->attr.qp_state == IBV_QPS_ERR)
 		return;
+	SV_CAPTURE(sv_capture_ack_word(qp, psn, false));
 	on_ack(qp, psn);
 	after_response(qp);
 }

@@ -8,10 +8,12 @@
 #include <errno.h>
 #include <string.h>
 
+#include "engine/capture.h"
 #include "engine/engine.h"
 
 struct sv_node *sv_engine_open(void)
 {
+	sv_capture_init();
 	return sv_node_get(&sv_engine_upcalls);
 }
 

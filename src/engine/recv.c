@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "engine/capture.h"
 #include "engine/engine.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -395,6 +396,7 @@ static void rx_frames(struct sv_conn *c)
 			return;
 		sv_rx_set(c, SV_RX_HDR);
 		c->qc->rx_got = 0;
+		SV_CAPTURE(sv_capture_rx(c));
 		rx_end(c);
 	}
 }

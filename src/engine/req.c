@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/capture.h"
 #include "engine/engine.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -182,6 +183,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	 * it breaks and goes to ERR with the requester, as on the wire. */
 	if (sv_chan_direct(c, &d))
 		return false;
+	SV_CAPTURE(sv_capture_direct(qp, &d));
 	sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 	qp->sq.next++;
 	sv_comp_reap(qp);
@@ -354,6 +356,7 @@ static void ud_send_one(struct sv_qp *qp, struct sv_swqe *w)
 					    f.nseg + 1);
 		else if (sv_dgram_send(node, qp->ibqp.qp_base.qp_num, &dst, iov, f.nseg + 1))
 			st = IBV_WC_GENERAL_ERR;
+		SV_CAPTURE(sv_capture_ud_tx(qp, &f.hdr, f.seg, st == IBV_WC_SUCCESS ? f.nseg : -1, dst.sin_addr));
 	}
 	sv_swqe_done(qp, w, st);
 }

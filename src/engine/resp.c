@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/capture.h"
 #include "engine/engine.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -164,6 +165,8 @@ static ssize_t pull_copy(struct sv_qp *qp, struct sv_conn *c, const struct sv_wi
 		return 0;
 	}
 	r = sv_chan_pull(c, c->qc->pull_rx, n, qp->rctx.dst, qp->rctx.ndst, h->rlen);
+	if (r >= 0)
+		SV_CAPTURE(sv_capture_pulled(qp, qp->rctx.dst, qp->rctx.ndst));
 	sv_mr_unlock();
 	return r;
 }
@@ -649,6 +652,7 @@ void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *pa
 			      "need RTR or RTS", h->src_qpn, sv_qp_state_name(qp->attr.qp_state));
 		return;
 	}
+	SV_CAPTURE(sv_capture_ud_rx(qp, h, payload, src));
 	if (h->qkey != qp->attr.qkey) {
 		sv_qp_explain(qp, "UD datagram from QP %#x dropped: its Q_Key %#x is not the QP's "
 			      "%#x", h->src_qpn, h->qkey, qp->attr.qkey);

@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "engine/capture.h"
 #include "engine/engine.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -154,6 +155,7 @@ static bool frame_write(struct sv_conn *c, struct sv_txframe *f)
 		sv_dma_begin();    /* payloads are often application memory (util/tsan.h) */
 		r = sv_conn_writev(c, iov, n);
 		sv_dma_end();
+		SV_CAPTURE(sv_capture_tx(c, f, r));
 		if (f->mr_pd)
 			sv_mr_unlock();
 		if (r <= 0)
@@ -441,6 +443,7 @@ void sv_xmit_flush(struct sv_conn *c)
 	if (c->qc->ack_word_pending) {
 		c->qc->ack_word_pending = false;
 		sv_chan_ack_publish(c, c->qc->ack_word_psn);
+		SV_CAPTURE(sv_capture_ack_word(c->qc->qp, c->qc->ack_word_psn, true));
 	}
 	/* Building a frame can fail a WQE and take the QP to ERR, which closes
 	 * this channel: stop as soon as it is closed. */

@@ -37,3 +37,8 @@ int sv_pending_max(void)
 
 	return n < 1 ? 1 : n;
 }
+
+const char *sv_pcap_dir(void)
+{
+	return sv_env_str("SOFTVERBS_PCAP");
+}

@@ -4,6 +4,7 @@
  *   SOFTVERBS_NO_CMA=1          never use cross-memory attach (process_vm_*) nor shared MRs
  *   SOFTVERBS_MR_SHARE=0        never move registered memory onto a memfd peers map
  *   SOFTVERBS_DEBUG=N           log level on stderr
+ *   SOFTVERBS_PCAP=DIR          write a packet capture of each process to DIR (engine/capture.c)
  *   SOFTVERBS_PENDING_MAX=N     inbound connections awaiting their handshake, per port group (256: one per QP)
  */
 #ifndef SV_UTIL_ENV_H
@@ -17,5 +18,6 @@ int sv_env_int(const char *name, int dflt);
 bool sv_force_tcp(void);                    /* SOFTVERBS_TRANSPORT=tcp */
 bool sv_cma_disabled(void);                 /* SOFTVERBS_NO_CMA=1 */
 int sv_pending_max(void);                   /* SOFTVERBS_PENDING_MAX, at least 1 */
+const char *sv_pcap_dir(void);              /* SOFTVERBS_PCAP, or NULL */
 
 #endif
