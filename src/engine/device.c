@@ -12,7 +12,11 @@
 
 struct sv_node *sv_engine_open(void)
 {
-	return sv_node_get(&sv_engine_upcalls);
+	struct sv_node *node = sv_node_get(&sv_engine_upcalls);
+
+	if (node)
+		sv_engine_status_open();
+	return node;
 }
 
 void sv_engine_close(struct sv_node *node)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "engine/stat.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -182,6 +183,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	 * it breaks and goes to ERR with the requester, as on the wire. */
 	if (sv_chan_direct(c, &d))
 		return false;
+	sv_stat_direct(qp, wr_to_op[w->opcode], w->length);
 	sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 	qp->sq.next++;
 	sv_comp_reap(qp);
@@ -354,6 +356,8 @@ static void ud_send_one(struct sv_qp *qp, struct sv_swqe *w)
 					    f.nseg + 1);
 		else if (sv_dgram_send(node, qp->ibqp.qp_base.qp_num, &dst, iov, f.nseg + 1))
 			st = IBV_WC_GENERAL_ERR;
+		if (st == IBV_WC_SUCCESS)
+			sv_stat_dgram(qp, true, f.hdr.opcode, w->length);
 	}
 	sv_swqe_done(qp, w, st);
 }
@@ -481,6 +485,7 @@ void sv_link_set(struct sv_qp *qp, enum sv_link_state s)
 		sv_info("qp %u: link %s -> %s", qp->ibqp.qp_base.qp_num,
 			sv_link_state_name(qp->link), sv_link_state_name(s));
 	qp->link = s;
+	sv_engine_status_qp(qp);
 }
 
 void sv_req_link_failed(struct sv_qp *qp)
