@@ -31,25 +31,35 @@ static inline void sv_stat_count(struct svst_ctr *k, uint64_t bytes)
 	k->bytes += bytes;
 }
 
-/* A frame of `c` was written: `payload` bytes after its header. */
-static inline void sv_stat_tx(struct sv_conn *c, uint8_t opcode, uint64_t payload)
+/* The message bytes of a frame with `payload` bytes after its header: a
+ * pulled SEND carries descriptors of its rlen bytes instead. */
+static inline uint64_t sv_stat_bytes(uint8_t flags, uint32_t rlen, uint64_t payload)
+{
+	return (flags & SV_WF_PULL) ? rlen : payload;
+}
+
+/* A frame of `c` was written (its header `h` sealed, `payload` bytes after it). */
+static inline void sv_stat_tx(struct sv_conn *c, const struct sv_wire_hdr *h, uint64_t payload)
 {
 	struct sv_qp *qp = c->qc->qp;
+	uint64_t bytes = sv_stat_bytes(h->flags, SV_WIRE_GET32(h->rlen), payload);
 
 	if (!qp)
 		return;          /* an inbound channel answered before it was bound */
-	sv_stat_count(sv_stat_ctr(qp->st->tx, opcode), payload);
-	sv_stat_count(&qp->st->chan[!c->outbound].tx, payload);
+	sv_stat_count(sv_stat_ctr(qp->st->tx, h->opcode), bytes);
+	sv_stat_count(&qp->st->chan[!c->outbound].tx, bytes);
 	sv_stat_psns(qp->st, qp);
 }
 
 /* A frame of `c` was received whole (its header in c->qc->rx_hdr). */
 static inline void sv_stat_rx(struct sv_conn *c)
 {
+	const struct sv_wire_hdr *h = &c->qc->rx_hdr;
 	struct sv_qp *qp = c->qc->qp;
+	uint64_t bytes = sv_stat_bytes(h->flags, h->rlen, h->len);
 
-	sv_stat_count(sv_stat_ctr(qp->st->rx, c->qc->rx_hdr.opcode), c->qc->rx_hdr.len);
-	sv_stat_count(&qp->st->chan[!c->outbound].rx, c->qc->rx_hdr.len);
+	sv_stat_count(sv_stat_ctr(qp->st->rx, h->opcode), bytes);
+	sv_stat_count(&qp->st->chan[!c->outbound].rx, bytes);
 	sv_stat_psns(qp->st, qp);
 }
 
