@@ -49,7 +49,7 @@ usage:
 	return -1;
 }
 
-static void show_chan(const char *dir, const struct svst_chan *ch)
+static void show_chan(const char *dir, const struct svst_chan *ch, uint64_t tx, uint64_t rx)
 {
 	char addr[ST_ADDR_LEN];
 
@@ -59,9 +59,7 @@ static void show_chan(const char *dir, const struct svst_chan *ch)
 	       st_ipv4(ch->peer_addr, addr, sizeof(addr)));
 	if (ch->peer_pid)
 		printf(" pid %u", ch->peer_pid);
-	printf("  tx %llu msgs %llu bytes  rx %llu msgs %llu bytes\n",
-	       (unsigned long long)ch->tx.msgs, (unsigned long long)ch->tx.bytes,
-	       (unsigned long long)ch->rx.msgs, (unsigned long long)ch->rx.bytes);
+	printf("  tx %llu frames  rx %llu frames\n", (unsigned long long)tx, (unsigned long long)rx);
 }
 
 static void show_ops(const struct svst_qp *q)
@@ -95,8 +93,8 @@ static void show_qp(const struct svst_qp *q)
 		printf(" srq %u\n", q->srqn);
 	else
 		printf(" recv-wr %u/%u\n", q->rq.posted - q->rq.done, q->max_recv_wr);
-	show_chan("out", &q->chan[0]);
-	show_chan("in", &q->chan[1]);
+	show_chan("out", &q->chan[0], q->chan_tx[0], q->chan_rx[0]);
+	show_chan("in", &q->chan[1], q->chan_tx[1], q->chan_rx[1]);
 	printf("    retries %llu rnr-naks-rcvd %llu rnr-naks-sent %llu error-comps %llu direct %llu\n",
 	       (unsigned long long)q->retries, (unsigned long long)q->rnr_naks_rcvd,
 	       (unsigned long long)q->rnr_naks_sent, (unsigned long long)q->err_comps,

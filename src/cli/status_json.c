@@ -39,18 +39,17 @@ static void json_ops(FILE *f, const char *name, const struct svst_ctr *tab)
 	fprintf(f, "}");
 }
 
-static void json_chan(FILE *f, const char *dir, const struct svst_chan *ch)
+static void json_chan(FILE *f, const char *dir, const struct svst_chan *ch, uint64_t tx,
+		      uint64_t rx)
 {
 	char addr[ST_ADDR_LEN];
 
 	fprintf(f, "{\"dir\": \"%s\", \"kind\": ", dir);
 	json_str(f, ch->kind, sizeof(ch->kind));
-	fprintf(f, ", \"state\": \"%s\", \"peer_addr\": \"%s\", \"peer_pid\": %u, ",
-		st_chan_state(ch->state), st_ipv4(ch->peer_addr, addr, sizeof(addr)), ch->peer_pid);
-	json_ctr(f, "tx", &ch->tx);
-	fprintf(f, ", ");
-	json_ctr(f, "rx", &ch->rx);
-	fprintf(f, "}");
+	fprintf(f, ", \"state\": \"%s\", \"peer_addr\": \"%s\", \"peer_pid\": %u, "
+		"\"tx_frames\": %llu, \"rx_frames\": %llu}", st_chan_state(ch->state),
+		st_ipv4(ch->peer_addr, addr, sizeof(addr)), ch->peer_pid, (unsigned long long)tx,
+		(unsigned long long)rx);
 }
 
 static void json_qp(FILE *f, const struct svst_qp *q)
@@ -70,7 +69,7 @@ static void json_qp(FILE *f, const struct svst_qp *q)
 		if (!q->chan[i].kind[0])
 			continue;
 		fprintf(f, "%s", first ? "" : ", ");
-		json_chan(f, i ? "in" : "out", &q->chan[i]);
+		json_chan(f, i ? "in" : "out", &q->chan[i], q->chan_tx[i], q->chan_rx[i]);
 		first = false;
 	}
 	fprintf(f, "], \"counters\": {\"retries\": %llu, \"rnr_naks_received\": %llu, "

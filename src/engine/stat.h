@@ -47,7 +47,7 @@ static inline void sv_stat_tx(struct sv_conn *c, const struct sv_wire_hdr *h, ui
 	if (!qp)
 		return;          /* an inbound channel answered before it was bound */
 	sv_stat_count(sv_stat_ctr(qp->st->tx, h->opcode), bytes);
-	sv_stat_count(&qp->st->chan[!c->outbound].tx, bytes);
+	qp->st->chan_tx[!c->outbound]++;
 	sv_stat_psns(qp->st, qp);
 }
 
@@ -59,7 +59,7 @@ static inline void sv_stat_rx(struct sv_conn *c)
 	uint64_t bytes = sv_stat_bytes(h->flags, h->rlen, h->len);
 
 	sv_stat_count(sv_stat_ctr(qp->st->rx, h->opcode), bytes);
-	sv_stat_count(&qp->st->chan[!c->outbound].rx, bytes);
+	qp->st->chan_rx[!c->outbound]++;
 	sv_stat_psns(qp->st, qp);
 }
 
@@ -67,7 +67,10 @@ static inline void sv_stat_rx(struct sv_conn *c)
 static inline void sv_stat_dgram(struct sv_qp *qp, bool out, uint8_t opcode, uint64_t payload)
 {
 	sv_stat_count(sv_stat_ctr(out ? qp->st->tx : qp->st->rx, opcode), payload);
-	sv_stat_count(out ? &qp->st->chan[0].tx : &qp->st->chan[0].rx, payload);
+	if (out)
+		qp->st->chan_tx[0]++;
+	else
+		qp->st->chan_rx[0]++;
 }
 
 /* A one-sided request done in the peer's memory, without a frame. */

@@ -41,7 +41,6 @@ static const uint32_t link_state[SV_LINK_NSTATES] = {
 	[SV_LINK_BACKOFF] = SVST_CHAN_BACKOFF,
 };
 
-/* Descriptive fields only: the counters in it are live. */
 static void chan_fill(struct svst_chan *s, const struct sv_conn *c, uint32_t state,
 		      uint32_t peer_addr)
 {

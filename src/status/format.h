@@ -124,12 +124,14 @@ struct svst_chan {
 	uint32_t peer_addr;          /* network order */
 	uint32_t peer_pid;           /* same host, once known; else 0 */
 	uint32_t pad;
-	struct svst_ctr tx, rx;      /* live */
 };
-static_assert(sizeof(struct svst_chan) == 56, "svst_chan layout");
+static_assert(sizeof(struct svst_chan) == 24, "svst_chan layout");
 
 #define SVST_ERR_LEN 256
 
+/* A frame touches two cache lines of its QP's record: the line of live
+ * words every frame updates (`hot`, 64-byte aligned as slots are), and
+ * its operation's counters. */
 struct svst_qp {
 	struct svst_rec h;
 	/* descriptive */
@@ -142,19 +144,28 @@ struct svst_qp {
 	uint32_t max_send_wr, max_recv_wr;
 	struct svst_chan chan[2];    /* [0] outbound (UD: datagrams), [1] inbound */
 	char last_err[SVST_ERR_LEN];
-	/* live */
-	uint32_t sq_psn;             /* the next request's PSN */
-	uint32_t rq_psn;             /* the expected PSN */
-	struct svst_q sq, rq;
+	/* live, rare */
 	uint64_t retries;            /* transport retries (ACK timeouts) */
 	uint64_t rnr_naks_rcvd;
 	uint64_t rnr_naks_sent;
 	uint64_t err_comps;          /* send completions in error (flushes too) */
 	uint64_t direct;             /* of tx, done in the peer's memory */
+	uint8_t pad[56];
+	/* live, every frame: one cache line */
+	uint32_t sq_psn;             /* the next request's PSN */
+	uint32_t rq_psn;             /* the expected PSN */
+	struct svst_q sq, rq;
+	uint64_t chan_tx[2];         /* frames sent on chan[i] */
+	uint64_t chan_rx[2];         /* ... received */
+	uint64_t pad2;
+	/* live, per operation */
 	struct svst_ctr tx[SVST_NOPS], rx[SVST_NOPS];
 };
 static_assert(offsetof(struct svst_qp, chan) == 48, "svst_qp layout");
-static_assert(offsetof(struct svst_qp, tx) == 48 + 112 + SVST_ERR_LEN + 64, "svst_qp layout");
+static_assert(offsetof(struct svst_qp, retries) == 96 + SVST_ERR_LEN, "svst_qp layout");
+static_assert(offsetof(struct svst_qp, sq_psn) == 448, "svst_qp: the hot line is aligned");
+static_assert(offsetof(struct svst_qp, tx) == 512, "svst_qp layout");
+static_assert(sizeof(struct svst_qp) == 960, "svst_qp layout");
 static_assert(sizeof(struct svst_qp) <= SVST_SLOT_SIZE, "a QP fits a slot");
 
 struct svst_cq {
