@@ -6,60 +6,44 @@ set -euo pipefail
 build=$1
 sv=$build/bin/softverbs
 fake=$build/tests/status/status_fake
-name=status_format
-log() { printf '[%s] %s\n' "$name" "$*"; }
-fail() { printf '[%s] FAIL: %s\n' "$name" "$*" >&2; exit 1; }
+# shellcheck source=tests/status/lib.sh
+. "$(dirname "$0")/lib.sh"
+dir=$ST_TMP
 
-dir=$(mktemp -d "${TMPDIR:-/tmp}/softverbs-status-format.XXXXXX")
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-
-# start MODE: a fake publisher in the background; prints its pid once its
-# file is in place.
+# start MODE: a fake publisher in the background, its file in place; the
+# file's name (its pid) in FAKE.
 start() {
-  local out=$dir/.fake-$1 i
-  timeout 60 "$fake" "$dir" "$1" >"$out" 2>&1 &
-  pids+=($!)
-  for ((i = 0; i < 100; i++)); do
-    if grep -q '^ready' "$out"; then awk '/^ready/ { print $2 }' "$out"; return 0; fi
-    sleep 0.1
-  done
-  cat "$out" >&2
-  fail "status_fake $1 did not start"
+  st_start "$dir/.fake-$1" timeout 60 "$fake" "$dir" "$1"
+  FAKE=$(awk '/^ready/ { print $2 }' "$dir/.fake-$1")
 }
 
-live=$(start live)
-badver=$(start badver)
-malformed=$(start malformed)
-timeout 20 "$fake" "$dir" dead >"$dir/.fake-dead" || fail "status_fake dead failed"
+start live; live=$FAKE
+start badver; badver=$FAKE
+start malformed; malformed=$FAKE
+timeout 20 "$fake" "$dir" dead >"$dir/.fake-dead" || st_fail "status_fake dead failed"
 dead=$(awk '/^ready/ { print $2 }' "$dir/.fake-dead")
-[[ -e $dir/$dead ]] || fail "the dead process's file is missing before the test"
+[[ -e $dir/$dead ]] || st_fail "the dead process's file is missing before the test"
 
-out=$(timeout 20 "$sv" status --dir "$dir" 2>"$dir/.err") || fail "softverbs status failed: $(cat "$dir/.err")"
+out=$(timeout 20 "$sv" status --dir "$dir" 2>"$dir/.err") || st_fail "softverbs status failed: $(cat "$dir/.err")"
 err=$(cat "$dir/.err")
-log "status:"; printf '%s\n' "$out"
-log "stderr:"; printf '%s\n' "$err"
+st_log "status:"; printf '%s\n' "$out"
+st_log "stderr:"; printf '%s\n' "$err"
 
-grep -q "^pid $live comm status_fake " <<<"$out" || fail "the live file's process is not listed"
-grep -q "qp 0x1234 RC RTS" <<<"$out" || fail "the live file's QP is not listed"
-grep -Eq "SEND +5 +20480 " <<<"$out" || fail "the live QP's counters are not shown"
+grep -q "^pid $live comm status_fake " <<<"$out" || st_fail "the live file's process is not listed"
+grep -q "qp 0x1234 RC RTS" <<<"$out" || st_fail "the live file's QP is not listed"
+grep -Eq "SEND +5 +20480 " <<<"$out" || st_fail "the live QP's counters are not shown"
 grep -q "/$badver: status format version $((1 + $(sed -n 's/^#define SVST_VERSION *\([0-9]*\).*/\1/p' \
   "$(dirname "$0")/../../src/status/format.h"))), this softverbs reads" <<<"$err" ||
-  fail "the file of another format version was not refused by name"
-grep -q "/$malformed: a malformed status file" <<<"$err" || fail "the malformed file was not refused"
+  st_fail "the file of another format version was not refused by name"
+grep -q "/$malformed: a malformed status file" <<<"$err" || st_fail "the malformed file was not refused"
 for p in "$badver" "$malformed" "$dead"; do
-  if grep -q "^pid $p " <<<"$out"; then fail "process $p listed"; fi
+  if grep -q "^pid $p " <<<"$out"; then st_fail "process $p listed"; fi
 done
-[[ ! -e $dir/$dead ]] || fail "the dead process's file was not removed"
-[[ -e $dir/$live && -e $dir/$badver ]] || fail "a live process's file was removed"
+[[ ! -e $dir/$dead ]] || st_fail "the dead process's file was not removed"
+[[ -e $dir/$live && -e $dir/$badver ]] || st_fail "a live process's file was removed"
 
-timeout 20 "$sv" status --dir "$dir" --json >"$dir/.json" 2>/dev/null || fail "status --json failed"
-python3 - "$live" "$dir/.json" <<'PY' || fail "status --json is wrong"
+timeout 20 "$sv" status --dir "$dir" --json >"$dir/.json" 2>/dev/null || st_fail "status --json failed"
+python3 - "$live" "$dir/.json" <<'PY' || st_fail "status --json is wrong"
 import json, sys
 doc = json.load(open(sys.argv[2]))
 procs = [p for p in doc["processes"] if p["pid"] == int(sys.argv[1])]
@@ -68,4 +52,4 @@ qp = procs[0]["qps"][0]
 assert qp["qpn"] == 0x1234 and qp["type"] == "RC" and qp["state"] == "RTS", qp
 assert qp["counters"]["tx"]["SEND"] == {"msgs": 5, "bytes": 20480}, qp
 PY
-log "PASS"
+st_log "PASS"

@@ -6,57 +6,40 @@ set -euo pipefail
 build=$1
 sv=$build/bin/softverbs
 hold=$build/tests/status/status_hold_qp
-name=status_uid
-log() { printf '[%s] %s\n' "$name" "$*"; }
-fail() { printf '[%s] FAIL: %s\n' "$name" "$*" >&2; exit 1; }
-skip() { printf '[%s] SKIP: %s\n' "$name" "$*"; exit 77; }
+# shellcheck source=tests/status/lib.sh
+. "$(dirname "$0")/lib.sh"
 
-((EUID == 0)) || skip "needs root (to run a process as another uid)"
-command -v setpriv >/dev/null || skip "setpriv is not installed"
+((EUID == 0)) || st_skip "needs root (to run a process as another uid)"
+command -v setpriv >/dev/null || st_skip "setpriv is not installed"
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-"${nobody[@]}" test -x "$sv" || skip "uid 65534 may not run $sv"
+"${nobody[@]}" test -x "$sv" || st_skip "uid 65534 may not run $sv"
 
 # shellcheck source=tests/run-env.sh
 . "$(dirname "$0")/../run-env.sh"
-sv_run_env "$build" || fail "no sanitizer runtime for the build in $build"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/softverbs-status-uid.XXXXXX")
-chmod 755 "$tmp"
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+sv_run_env "$build" || st_fail "no sanitizer runtime for the build in $build"
+tmp=$ST_TMP
 
-# hold NAME [PREFIX...]: a process with a QP and an MR, pid printed once ready.
+# hold NAME [PREFIX...]: a process with a QP and an MR (PREFIX: as whom);
+# env and setpriv exec it, so ST_PID is its pid.
 hold() {
-  local out=$tmp/$1.out i
+  local out=$tmp/$1.out
   shift
-  "$@" env "${SV_RUN_ENV[@]}" "$hold" 60 >"$out" 2>&1 &
-  pids+=($!)
-  for ((i = 0; i < 200; i++)); do
-    if grep -q '^ready' "$out"; then return 0; fi
-    sleep 0.1
-  done
-  cat "$out" >&2
-  fail "status_hold_qp did not start"
+  st_start "$out" "$@" env "${SV_RUN_ENV[@]}" "$hold" 60
 }
 
 hold root
-rootpid=${pids[0]}
+rootpid=$ST_PID
 hold nobody "${nobody[@]}"
-nobodypid=${pids[1]}
-sleep 0.2
+nobodypid=$ST_PID
 
 json_as() { timeout 20 "$@" "$sv" status --json; }
 check() {
-  python3 -c "$1" "$rootpid" "$nobodypid" || fail "$2"
+  python3 -c "$1" "$rootpid" "$nobodypid" || st_fail "$2"
 }
-json_as >"$tmp/root.json" || fail "status as root failed"
-json_as "${nobody[@]}" >"$tmp/nobody.json" || fail "status as uid 65534 failed"
-log "root sees: $(python3 -c 'import json,sys; print([(p["pid"], p["uid"]) for p in json.load(open(sys.argv[1]))["processes"]])' "$tmp/root.json")"
-log "uid 65534 sees: $(python3 -c 'import json,sys; print([(p["pid"], p["uid"]) for p in json.load(open(sys.argv[1]))["processes"]])' "$tmp/nobody.json")"
+json_as >"$tmp/root.json" || st_fail "status as root failed"
+json_as "${nobody[@]}" >"$tmp/nobody.json" || st_fail "status as uid 65534 failed"
+st_log "root sees: $(python3 -c 'import json,sys; print([(p["pid"], p["uid"]) for p in json.load(open(sys.argv[1]))["processes"]])' "$tmp/root.json")"
+st_log "uid 65534 sees: $(python3 -c 'import json,sys; print([(p["pid"], p["uid"]) for p in json.load(open(sys.argv[1]))["processes"]])' "$tmp/nobody.json")"
 
 check "
 import json, sys
@@ -79,6 +62,6 @@ assert all('lkey' not in m and 'rkey' not in m for m in other['mrs']), other
 assert other['qps'][0]['state'] == 'INIT', other
 " "root does not see uid 65534's process, or sees its keys"
 if timeout 20 "$sv" status | grep -A20 "^pid $nobodypid " | grep -m1 '^  mr ' | grep -q 'lkey'; then
-  fail "the table shows another uid's MR keys"
+  st_fail "the table shows another uid's MR keys"
 fi
-log "PASS"
+st_log "PASS"
