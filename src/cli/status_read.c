@@ -1,10 +1,11 @@
 /*
  * Reading what processes publish (status/format.h) without ever slowing
- * them: a file is mapped read-only, each record copied under its seqlock
- * (retried, never waited for), and nothing is written but the removal of a
- * dead process's file.  Whether its owner lives is its flock: the owner
- * holds it shared for its whole life, so an exclusive try succeeds only
- * once it is gone.
+ * them: each record is copied under its seqlock (retried, never waited
+ * for), and nothing is written but the removal of a dead process's file.
+ * Files are read with pread, not mapped: an owner that shrinks its file
+ * under a reader (root reads every user's) makes a short read, not a
+ * SIGBUS.  Whether the owner lives is its flock: it holds it shared for
+ * its whole life, so an exclusive try succeeds only once it is gone.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -14,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,22 +65,57 @@ static bool header_ok(const struct svst_file *h, off_t size, const char *path)
 	return true;
 }
 
-/* Copy every record; one the writer keeps changing is left out. */
-static int copy_slots(struct st_proc *p, const uint8_t *map)
+static bool read_all(int fd, void *buf, size_t len, off_t off)
+{
+	while (len) {
+		ssize_t r = pread(fd, buf, len, off);
+
+		if (r <= 0)
+			return false;
+		buf = (uint8_t *)buf + r;
+		len -= (size_t)r;
+		off += r;
+	}
+	return true;
+}
+
+static uint32_t seq_of(const uint8_t *slot)
+{
+	return ((const struct svst_rec *)slot)->seq;
+}
+
+/* The seqlock's reader: a copy whose sequence was even when it began (a
+ * record's sequence is its first word) and is the same after it. */
+static bool slot_settled(int fd, uint32_t i, const uint8_t *copy)
+{
+	uint32_t again;
+
+	return !(seq_of(copy) & 1) && read_all(fd, &again, sizeof(again), (off_t)svst_slot_off(i)) &&
+	       again == seq_of(copy);
+}
+
+/* Copy every record: all at once, then again one by one those that
+ * changed meanwhile; one the writer keeps changing is left out. */
+static int copy_slots(struct st_proc *p, int fd)
 {
 	p->slots = calloc(p->hdr.hwm ? p->hdr.hwm : 1, SVST_SLOT_SIZE);
 	if (!p->slots)
 		return -1;
+	if (!read_all(fd, p->slots, (size_t)p->hdr.hwm * SVST_SLOT_SIZE, SVST_HDR_SIZE))
+		return 0;                    /* shrunk: nothing to show */
 	for (uint32_t i = 0; i < p->hdr.hwm; i++) {
 		uint8_t *dst = p->slots + (size_t)i * SVST_SLOT_SIZE;
+		int tries = READ_TRIES;
 
-		if (!svst_read_slot(map + svst_slot_off(i), dst, SVST_SLOT_SIZE, READ_TRIES)) {
+		while (!slot_settled(fd, i, dst) && --tries)
+			if (!read_all(fd, dst, SVST_SLOT_SIZE, (off_t)svst_slot_off(i)))
+				tries = 1;
+		if (!tries) {
 			memset(dst, 0, SVST_SLOT_SIZE);
 			p->busy++;
-			continue;
-		}
-		if (((struct svst_rec *)dst)->kind >= SVST_NKINDS)
+		} else if (((struct svst_rec *)dst)->kind >= SVST_NKINDS) {
 			((struct svst_rec *)dst)->kind = SVST_FREE;
+		}
 	}
 	return 0;
 }
@@ -90,8 +125,6 @@ static int read_one(int dirfd, const char *dir, const char *name, struct st_proc
 {
 	char path[512];
 	struct stat st;
-	uint8_t *map;
-	size_t len;
 	int fd, ret = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -104,20 +137,9 @@ static int read_one(int dirfd, const char *dir, const char *name, struct st_proc
 		remove_stale(dirfd, name, fd);
 		goto out;
 	}
-	map = mmap(NULL, SVST_HDR_SIZE, PROT_READ, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
+	if (!read_all(fd, &p->hdr, sizeof(p->hdr), 0) || !header_ok(&p->hdr, st.st_size, path))
 		goto out;
-	memcpy(&p->hdr, map, sizeof(p->hdr));
-	p->hdr.hwm = __atomic_load_n(&((const struct svst_file *)map)->hwm, __ATOMIC_ACQUIRE);
-	munmap(map, SVST_HDR_SIZE);
-	if (!header_ok(&p->hdr, st.st_size, path))
-		goto out;
-	len = svst_slot_off(p->hdr.hwm);
-	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		goto out;
-	ret = copy_slots(p, map) ? -1 : 1;
-	munmap(map, len);
+	ret = copy_slots(p, fd) ? -1 : 1;
 	p->keys = geteuid() == p->hdr.uid;
 out:
 	close(fd);

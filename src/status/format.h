@@ -16,8 +16,9 @@
  *
  * Each record begins with a struct svst_rec.  Its descriptive fields
  * (kind, numbers, states, peer, last error) are written under a seqlock:
- * `seq` is odd while the writer changes them, and a reader copies the slot
- * and keeps the copy only if `seq` was even and unchanged around it.  The
+ * `seq` (the slot's first word) is odd while the writer changes them, and
+ * a reader copies the slot and keeps the copy only if `seq` was even and
+ * unchanged around it (src/cli/status_read.c).  The
  * live fields (counters, queue indices, PSNs) are single aligned words the
  * owner stores with plain writes on its fast paths; a reader takes them as
  * they are.  The reader never writes: it takes no lock the process needs.
@@ -28,7 +29,6 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #define SVST_MAGIC       0x5355544154535653ull   /* "SVSTATUS", little-endian */
 #define SVST_VERSION     1
@@ -200,7 +200,7 @@ struct svst_mr {
 };
 static_assert(sizeof(struct svst_mr) == 48, "svst_mr layout");
 
-/* ---- the seqlock, both sides ---- */
+/* ---- the seqlock's writer (the reader: src/cli/status_read.c) ---- */
 
 /* Writer (the owner, one thread at a time per record; never per message).
  * The acquire keeps the record's stores after the odd sequence. */
@@ -212,44 +212,6 @@ static inline void svst_write_begin(struct svst_rec *r)
 static inline void svst_write_end(struct svst_rec *r)
 {
 	__atomic_store_n(&r->seq, r->seq + 1, __ATOMIC_RELEASE);
-}
-
-/* The reader's copy is done before it looks at the sequence again.  TSan
- * has no fences (and never sees the writer, another process): there a
- * compiler barrier, which x86's ordered loads make enough. */
-#if defined(__SANITIZE_THREAD__)
-#define SVST_NO_FENCE 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SVST_NO_FENCE 1
-#endif
-#endif
-static inline void svst_read_fence(void)
-{
-#ifdef SVST_NO_FENCE
-	__asm__ __volatile__("" ::: "memory");
-#else
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-#endif
-}
-
-/* Reader: a consistent copy of the slot at `src` into `dst` (slot_size
- * bytes), or 0 when the writer kept changing it for `tries` attempts. */
-static inline int svst_read_slot(const volatile void *src, void *dst, size_t size, int tries)
-{
-	const struct svst_rec *r = (const struct svst_rec *)src;
-
-	while (tries-- > 0) {
-		uint32_t s1 = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
-
-		if (s1 & 1)
-			continue;
-		memcpy(dst, (const void *)src, size);
-		svst_read_fence();
-		if (__atomic_load_n(&r->seq, __ATOMIC_RELAXED) == s1)
-			return 1;
-	}
-	return 0;
 }
 
 static inline size_t svst_slot_off(uint32_t slot)

@@ -1,7 +1,8 @@
 /* status_fake DIR MODE: a status file (status/format.h) in DIR, named by
  * this process's pid, as softverbs status must take it:
  *   live       a well-formed file with one RC QP in RTS (qpn 0x1234,
- *              5 SENDs sent), its lock held until killed (or 30 s)
+ *              5 SENDs sent) and 3 more that got no slot, its lock held
+ *              until killed (or 30 s)
  *   badver     the same with the next format version
  *   malformed  the same with a slot size this reader does not know
  *   dead       a well-formed file whose owner has exited (no lock held)
@@ -32,6 +33,7 @@ static void fill(const char *mode)
 	snprintf(h->device, sizeof(h->device), "softverbs0");
 	h->addr = 0x0100007f;
 	h->hwm = 1;
+	h->unshown[SVST_QP] = 3;
 	q->h.kind = SVST_QP;
 	q->h.gen = 1;
 	q->qpn = 0x1234;

@@ -32,6 +32,7 @@ st_log "stderr:"; printf '%s\n' "$err"
 grep -q "^pid $live comm status_fake " <<<"$out" || st_fail "the live file's process is not listed"
 grep -q "qp 0x1234 RC RTS" <<<"$out" || st_fail "the live file's QP is not listed"
 grep -Eq "SEND +5 +20480 " <<<"$out" || st_fail "the live QP's counters are not shown"
+grep -q "^  3 more qps not shown" <<<"$out" || st_fail "the QPs without a slot are not counted"
 grep -q "/$badver: status format version $((1 + $(sed -n 's/^#define SVST_VERSION *\([0-9]*\).*/\1/p' \
   "$(dirname "$0")/../../src/status/format.h"))), this softverbs reads" <<<"$err" ||
   st_fail "the file of another format version was not refused by name"
@@ -51,5 +52,6 @@ assert len(doc["processes"]) == 1 and procs, doc
 qp = procs[0]["qps"][0]
 assert qp["qpn"] == 0x1234 and qp["type"] == "RC" and qp["state"] == "RTS", qp
 assert qp["counters"]["tx"]["SEND"] == {"msgs": 5, "bytes": 20480}, qp
+assert procs[0]["not_shown"]["qps"] == 3, procs[0]
 PY
 st_log "PASS"
