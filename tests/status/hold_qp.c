@@ -1,7 +1,9 @@
 /* status_hold_qp [SECONDS]: a process with softverbs objects for
- * softverbs status to find: a PD, an MR, a CQ and an RC QP in INIT; it
- * prints "ready" and lives until killed or SECONDS (default 30) pass. */
+ * softverbs status to find: a PD, an MR, a CQ and an RC QP in INIT, whose
+ * last error is a send posted before RTS (refused); it prints "ready" and
+ * lives until killed or SECONDS (default 30) pass. */
 #include <infiniband/verbs.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -23,10 +25,18 @@ int main(int argc, char **argv)
 	struct ibv_qp *qp = mr && cq ? ibv_create_qp(pd, &ia) : NULL;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8 };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND }, *bad;
 
 	if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				 IBV_QP_ACCESS_FLAGS)) {
 		perror("status_hold_qp: objects");
+		return 1;
+	}
+	sge.lkey = mr->lkey;
+	if (!ibv_post_send(qp, &wr, &bad)) {
+		fprintf(stderr, "status_hold_qp: a send in INIT was taken\n");
 		return 1;
 	}
 	printf("ready qpn %#x lkey %#x\n", qp->qp_num, mr->lkey);

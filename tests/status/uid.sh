@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # uid.sh BUILD: who sees what in softverbs status.  Another uid (65534, by
 # setpriv) sees none of root's processes; root sees that uid's process,
-# without its MR keys; the uid sees its own with them.
+# without its MR keys, and its QP's last error (without SOFTVERBS_DEBUG);
+# the uid sees its own with its keys.
 set -euo pipefail
 build=$1
 sv=$build/bin/softverbs
@@ -60,6 +61,7 @@ other = seen[nobody]
 assert other['uid'] == 65534 and not other['keys_shown'], other
 assert all('lkey' not in m and 'rkey' not in m for m in other['mrs']), other
 assert other['qps'][0]['state'] == 'INIT', other
+assert 'sends need RTS' in other['qps'][0]['last_error'], other['qps'][0]
 " "root does not see uid 65534's process, or sees its keys"
 if timeout 20 "$sv" status | grep -A20 "^pid $nobodypid " | grep -m1 '^  mr ' | grep -q 'lkey'; then
   st_fail "the table shows another uid's MR keys"
