@@ -10,6 +10,8 @@
 #include "engine/stat.h"
 #include "status/publish.h"
 
+/* Every opcode has its entry (a missing one would count as SEND). */
+static_assert(SV_OP_MAX == SV_OP_ATOMIC_WRITE + 1, "a new opcode needs its entry in sv_stat_op");
 const uint8_t sv_stat_op[SV_OP_MAX] = {
 	[SV_OP_SEND] = SVST_OP_SEND, [SV_OP_SEND_IMM] = SVST_OP_SEND_IMM,
 	[SV_OP_SEND_INV] = SVST_OP_SEND_INV, [SV_OP_WRITE] = SVST_OP_WRITE,
