@@ -16,15 +16,17 @@ export LC_ALL=C
 # What each layer may include: other layers (any header under src/<layer>/)
 # or single headers.  A layer always names itself: nothing is implicit.
 # cm and cli are other binaries, linked to libibverbs only through its
-# exported API, so they may take only the header-only pieces of util.
+# exported API, so they may take only the header-only pieces of util;
+# the CLI also reads status/format.h, the layout of what processes publish.
 RULES='
-cli       -> cli, util/list.h, util/time.h, util/tsan.h
+cli       -> cli, status/format.h, util/list.h, util/time.h, util/tsan.h
 cm        -> cm, util/list.h, util/time.h, util/tsan.h, util/sys.h
 rs        -> rs, util/time.h
-engine    -> engine, transport/transport.h, verbs/sv.h, wire, util
+engine    -> engine, status, transport/transport.h, verbs/sv.h, wire, util
+status    -> status, util
 transport -> transport, wire, util
 util      -> util
-verbs     -> verbs, engine/api.h, wire, util
+verbs     -> verbs, engine/api.h, status, wire, util
 wire      -> wire, util
 '
 

@@ -22,6 +22,8 @@ extern const char *sv_cli_prog;
 
 int sv_cli_run(int argc, char **argv);
 int sv_cli_setup(int argc, char **argv);
+int sv_cli_status(int argc, char **argv);     /* status.c */
+int sv_cli_stat(int argc, char **argv);       /* stat.c */
 
 /* sysfs.c: the sysfs-like tree describing the device, under root. */
 int sv_sysfs_write(const char *root);

@@ -13,6 +13,10 @@ static const struct sv_cli_cmd cmds[] = {
 	  "run [--pcap DIR] [--] PROGRAM [ARGS...]" },
 	{ "setup", sv_cli_setup, "Create (or --remove) the device node and sysfs tree for all users (root)",
 	  "setup [--remove]" },
+	{ "status", sv_cli_status, "Show the processes using softverbs: QPs, CQs, SRQs, MRs, channels, counters",
+	  "status [--json]" },
+	{ "stat", sv_cli_stat, "Show every QP's counters, or with -w their rates each SECONDS",
+	  "stat [-w SECONDS] [-n COUNT]" },
 	{ "help", cmd_help, "Show the subcommands, or one subcommand's usage", "help [COMMAND]" },
 };
 

@@ -30,6 +30,10 @@ void sv_engine_qp_unlink(struct sv_node *node, struct sv_qp *qp);
 /* An address vector's destination host (multicast: zero, found per send). */
 int sv_engine_ah_resolve(struct sv_node *node, const struct ibv_ah_attr *attr,
 			 struct sockaddr_in *dst);
+/* status.c: publish this process (once), and a QP's descriptive record
+ * again (its state, link, channels or last error changed; QP lock held). */
+void sv_engine_status_open(void);
+void sv_engine_status_qp(struct sv_qp *qp);
 /* Run fn(arg) on the progress thread and wait for it. */
 void sv_engine_sync(struct sv_node *node, void (*fn)(void *), void *arg);
 /* drive.c: a CQ its pollers may spin on (the progress thread watches). */

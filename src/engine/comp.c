@@ -9,6 +9,7 @@
 
 #include "engine/capture.h"
 #include "engine/engine.h"
+#include "engine/stat.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -50,10 +51,13 @@ void sv_comp_reap(struct sv_qp *qp)
 					    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : w->length,
 			};
 
+			if (w->status != IBV_WC_SUCCESS)
+				qp->st->err_comps++;
 			sv_cq_push(qp->scq, &wc, false);
 		}
 		qp->sq.head++;
 	}
+	sv_stat_sq_done(qp);
 }
 
 SV_NAME_TABLE(sv_swqe_state_name, enum sv_swqe_state, SV_SWQE_NSTATES,
@@ -179,6 +183,7 @@ static void on_nak(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	 * was carried out, and completes successfully */
 	on_ack(qp, (h->psn - 1) & 0xffffff);
 	if (h->imm == SV_NAK_RNR) {
+		qp->st->rnr_naks_rcvd++;
 		if (qp->attr.rnr_retry != 7 && ++qp->rnr_retries > qp->attr.rnr_retry) {
 			sv_comp_fail(qp, sv_sq_at(&qp->sq, idx), IBV_WC_RNR_RETRY_EXC_ERR);
 			return;
@@ -367,6 +372,7 @@ static void ack_timeout(struct sv_qp *qp, uint64_t now)
 	sv_info("qp %u: ack timeout (retry %u of %u), head %u next %u tail %u link %s",
 		qp->ibqp.qp_base.qp_num, qp->retries + 1, qp->attr.retry_cnt, qp->sq.head,
 		qp->sq.next, qp->sq.tail, sv_link_state_name(qp->link));
+	qp->st->retries++;
 	if (++qp->retries > qp->attr.retry_cnt) {
 		sv_comp_fail(qp, sv_sq_at(&qp->sq, qp->sq.head), IBV_WC_RETRY_EXC_ERR);
 		return;

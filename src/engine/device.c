@@ -13,8 +13,13 @@
 
 struct sv_node *sv_engine_open(void)
 {
+	struct sv_node *node;
+
 	sv_capture_init();
-	return sv_node_get(&sv_engine_upcalls);
+	node = sv_node_get(&sv_engine_upcalls);
+	if (node)
+		sv_engine_status_open();
+	return node;
 }
 
 void sv_engine_close(struct sv_node *node)

@@ -14,6 +14,7 @@
 
 #include "engine/capture.h"
 #include "engine/engine.h"
+#include "engine/stat.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -275,6 +276,7 @@ static void rx_end(struct sv_conn *c)
 {
 	const struct sv_opinfo *oi = sv_op_info(c->qc->rx_hdr.opcode);
 
+	sv_stat_rx(c);
 	if (oi->flags & SV_OPF_CTRL) {
 		if (c->qc->rx_hdr.opcode == SV_OP_HELLO_ACK)
 			sv_req_kick(c->qc->qp);     /* requests waited for the channel */
@@ -436,6 +438,7 @@ void sv_conn_lost(struct sv_conn *c)
 		sv_conn_close(c);
 		sv_req_turned_lost(qp);
 	}
+	sv_engine_status_qp(qp);
 }
 
 /* Answer a HELLO whose peer is verified (engine/verify.c): HELLO_ACK, with
@@ -481,6 +484,7 @@ bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp)
 void sv_rx_on_rings(struct sv_conn *c)
 {
 	c->qc->rb_start = c->qc->rb_end = 0;
+	sv_engine_status_qp(c->qc->qp);
 }
 
 /* May a HELLO for `qp` from `src_qpn` wait for its proof?  Not if the QP

@@ -9,6 +9,7 @@
 
 #include "engine/capture.h"
 #include "engine/engine.h"
+#include "engine/stat.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -184,6 +185,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	if (sv_chan_direct(c, &d))
 		return false;
 	SV_CAPTURE(sv_capture_direct(qp, &d));
+	sv_stat_direct(qp, wr_to_op[w->opcode], w->length);
 	sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 	qp->sq.next++;
 	sv_comp_reap(qp);
@@ -357,6 +359,8 @@ static void ud_send_one(struct sv_qp *qp, struct sv_swqe *w)
 		else if (sv_dgram_send(node, qp->ibqp.qp_base.qp_num, &dst, iov, f.nseg + 1))
 			st = IBV_WC_GENERAL_ERR;
 		SV_CAPTURE(sv_capture_ud_tx(qp, &f.hdr, f.seg, st == IBV_WC_SUCCESS ? f.nseg : -1, dst.sin_addr));
+		if (st == IBV_WC_SUCCESS)
+			sv_stat_dgram(qp, true, f.hdr.opcode, w->length);
 	}
 	sv_swqe_done(qp, w, st);
 }
@@ -484,6 +488,7 @@ void sv_link_set(struct sv_qp *qp, enum sv_link_state s)
 		sv_info("qp %u: link %s -> %s", qp->ibqp.qp_base.qp_num,
 			sv_link_state_name(qp->link), sv_link_state_name(s));
 	qp->link = s;
+	sv_engine_status_qp(qp);
 }
 
 void sv_req_link_failed(struct sv_qp *qp)

@@ -12,6 +12,7 @@
 
 #include "engine/capture.h"
 #include "engine/engine.h"
+#include "engine/stat.h"
 #include "util/log.h"
 #include "util/time.h"
 #include "util/tsan.h"
@@ -471,6 +472,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 			/* Receiver not ready: NAK and drop until this PSN comes again. */
 			sv_resp_set(qp, SV_RESP_NAKED);
 			sv_xmit_nak(c, qp, h->psn, SV_NAK_RNR, qp->attr.min_rnr_timer);
+			qp->st->rnr_naks_sent++;
 		}
 		return;
 	}
@@ -646,6 +648,7 @@ void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *pa
 	struct ibv_wc wc = { 0 };
 	size_t total;
 
+	sv_stat_dgram(qp, false, h->opcode, h->len);
 	/* A fabric drops these silently; the QP's last error says why. */
 	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR) {
 		sv_qp_explain(qp, "UD datagram from QP %#x dropped: the QP is in %s, receives "

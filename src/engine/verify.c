@@ -98,6 +98,7 @@ static void bind_channel(struct sv_qp *qp, struct sv_conn *c)
 	sv_engine_drive_register(c, sv_qp_is_xrc_tgt(qp) ? NULL : qp->rcq);
 	sv_engine_drive_register_also(c, qp->scq);
 	sv_conn_pause(c, false);
+	sv_engine_status_qp(qp);
 }
 
 /* Ask the claimed peer, on our own channel to it, about the nonce. */

@@ -8,6 +8,7 @@
 
 #include "engine/capture.h"
 #include "engine/engine.h"
+#include "engine/stat.h"
 #include "util/log.h"
 #include "util/time.h"
 #include "util/tsan.h"
@@ -422,6 +423,7 @@ static struct sv_txframe *next_frame(struct sv_conn *c)
 
 static void frame_done(struct sv_conn *c, struct sv_txframe *f)
 {
+	sv_stat_tx(c, &f->hdr, f->total - sv_wire_hdr_len(&f->hdr));
 	f->in_use = false;
 	if (f == &c->qc->req) {
 		__atomic_store_n(&c->qc->tx_since_rx, c->qc->tx_since_rx + 1, __ATOMIC_RELAXED);

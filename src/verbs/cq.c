@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "engine/api.h"
+#include "status/publish.h"
 #include "util/time.h"
 #include "util/log.h"
 #include "verbs/ops.h"
@@ -28,6 +29,7 @@ bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	pthread_mutex_lock(&cq->lock);
 	if (cq_full(cq)) {
 		ok = false;
+		cq->st->overruns++;
 		if (!cq->overrun) {
 			struct ibv_async_event ev = { .element.cq = (struct ibv_cq *)&cq->ibcq,
 						      .event_type = IBV_EVENT_CQ_ERR };
@@ -46,7 +48,10 @@ bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 		if (cq->ts)
 			cq->ts[i] = sv_now_ns();
 		__atomic_store_n(&cq->tail, cq->tail + 1, __ATOMIC_RELEASE);
+		cq->st->pushed = cq->tail;
 	}
+	if (wc->status != IBV_WC_SUCCESS)
+		cq->st->err_comps++;
 	if (cq->armed || (cq->armed_solicited && (solicited || wc->status != IBV_WC_SUCCESS))) {
 		__atomic_store_n(&cq->armed, false, __ATOMIC_RELAXED);
 		__atomic_store_n(&cq->armed_solicited, false, __ATOMIC_RELAXED);
@@ -79,6 +84,7 @@ static void cq_clean(struct sv_cq *cq, uint32_t qp_num, bool keep_recv)
 		}
 	}
 	__atomic_store_n(&cq->head, to, __ATOMIC_RELAXED);
+	cq->st->polled = to;
 	pthread_mutex_unlock(&cq->lock);
 }
 
@@ -124,6 +130,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		wc[n++] = cq->ring[cq_slot(cq, cq->head)];
 		__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
 	}
+	cq->st->polled = cq->head;
 	pthread_mutex_unlock(&cq->lock);
 	sv_engine_polling(cq, (uint32_t)n);
 	return n;
@@ -176,6 +183,7 @@ static void refill(struct sv_cq *cq)
 		n++;
 		__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
 	}
+	cq->st->polled = cq->head;
 	pthread_mutex_unlock(&cq->lock);
 	cq->batch_n = n;
 	cq->batch_i = 0;
@@ -324,6 +332,8 @@ static struct sv_cq *cq_create(struct ibv_context *context, struct ibv_cq_init_a
 	cq->ibcq.channel = a->channel;
 	cq->ibcq.cq_context = a->cq_context;
 	cq->ibcq.cqe = a->cqe;
+	cq->st = svst_alloc(SVST_CQ);
+	sv_status_cq(cq);
 	cq->drive_fd = epoll_create1(EPOLL_CLOEXEC);
 	pthread_mutex_init(&cq->drive_lock, NULL);
 	sv_engine_cq_add(to_sctx(context)->node, cq);
@@ -391,6 +401,7 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	cq->head = 0;
 	cq->tail = n;
 	cq->ibcq.cqe = cqe;
+	sv_status_cq(cq);
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
 }
@@ -420,6 +431,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	free(cq->socks);
 	free(cq->ring);
 	free(cq->ts);
+	svst_free(cq->st);
 	free(cq);
 	return 0;
 }

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "engine/api.h"
+#include "status/publish.h"
 #include "verbs/sv.h"
 
 static pthread_rwlock_t mr_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -313,6 +314,8 @@ struct ibv_mr *sv_reg_mr_at(struct ibv_pd *pd, void *addr, void *base, size_t le
 		errno = err;
 		return NULL;
 	}
+	mr->st = svst_alloc(SVST_MR);
+	sv_status_mr(mr);
 	sv_pd_get(pd);
 	return &mr->ibmr;
 }
@@ -396,6 +399,7 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 		new_key(mr);
 	sv_mr_epoch++;
 	sv_engine_mr_publish(mr);
+	sv_status_mr(mr);
 	pthread_rwlock_unlock(&mr_lock);
 	return 0;
 }
@@ -473,6 +477,7 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	sv_pd_put(mr->ibmr.pd);
 	if (mr->dm)
 		sv_dm_put(mr->dm);
+	svst_free(mr->st);
 	free(mr);
 	return 0;
 }

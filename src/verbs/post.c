@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/api.h"
+#include "status/format.h"
 #include "util/names.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
@@ -174,6 +175,7 @@ int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr)
 	w->psn_set = false;         /* a PSN is taken when it first goes on the wire */
 	w->state = SV_SWQE_POSTED;
 	sq->tail++;
+	qp->st->sq.posted = sq->tail;
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/api.h"
+#include "status/publish.h"
 #include "util/log.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
@@ -38,6 +39,7 @@ void sv_qp_explain(struct sv_qp *qp, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(qp->last_err + n, sizeof(qp->last_err) - (size_t)n, fmt, ap);
 	va_end(ap);
+	sv_engine_status_qp(qp);
 	sv_err("%s", qp->last_err);
 }
 
@@ -88,6 +90,7 @@ void sv_qp_to_error(struct sv_qp *qp)
 	sv_qp_timers_stop(qp);
 	sv_qp_timer_update(qp);
 	sv_qp_flush(qp);
+	sv_engine_status_qp(qp);
 	if (!was_err && qp->srq && !qp->xrcd)
 		sv_qp_async(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
 }
@@ -179,6 +182,8 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 		errno = ENOMEM;
 		return NULL;
 	}
+	qp->st = svst_alloc(SVST_QP);
+	qp->rq.st = &qp->st->rq;
 	err = sq_init(&qp->sq, &a->cap, a->pd);
 	if (!err && !a->srq && !is_xrc(a->qp_type))
 		err = sv_rq_init(&qp->rq, a->cap.max_recv_wr, a->cap.max_recv_sge, a->pd);
@@ -187,6 +192,7 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 	if (err) {
 		sv_pd_buf_free(qp->sq.buf_pd, qp->sq.buf, SV_RES_QP_SQ);
 		sv_rq_free(&qp->rq);
+		svst_free(qp->st);
 		free(qp);
 		errno = err;
 		return NULL;
@@ -240,6 +246,7 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 		sv_xrcd_get(qp->xrcd);
 	if (a->pd)
 		sv_pd_get(a->pd);
+	sv_engine_status_qp(qp);
 	sv_engine_qp_publish(node, qpn, qp);     /* only now can frames find it */
 	sv_info("created qp %u type %d", qpn, a->qp_type);
 	return qp;
@@ -364,6 +371,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		sv_pd_put(ibqp->pd);
 	sv_pd_buf_free(qp->sq.buf_pd, qp->sq.buf, SV_RES_QP_SQ);
 	sv_rq_free(&qp->rq);
+	svst_free(qp->st);
 	pthread_mutex_destroy(&qp->lock);
 	free(qp);
 	return 0;

@@ -381,6 +381,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	copy_attrs(qp, attr, mask);
 	sv_engine_enter(to_sctx(ibqp->context)->node);
 	apply_transition(qp, cur, next);
+	sv_engine_status_qp(qp);
 	sv_engine_leave(to_sctx(ibqp->context)->node);
 	sv_info("qp %u: %d -> %d", ibqp->qp_num, cur, next);
 out:

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "status/publish.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
 
@@ -48,6 +49,7 @@ int sv_rq_post(struct sv_rq *rq, struct ibv_recv_wr *wr, struct ibv_recv_wr **ba
 			w->sge[i].lkey = wr->sg_list[i].lkey;
 		}
 		rq->tail++;
+		rq->st->posted = rq->tail;
 	}
 	return 0;
 }
@@ -58,6 +60,7 @@ static void rq_pop(struct sv_rq *rq, struct sv_rwqe *out)
 
 	memcpy(out, w, sizeof(*w) + w->num_sge * sizeof(struct sv_sge));
 	rq->head++;
+	rq->st->done = rq->head;
 }
 
 void sv_srq_check_limit(struct sv_srq *srq)
@@ -131,6 +134,9 @@ static struct sv_srq *srq_create(struct ibv_pd *pd, struct ibv_srq_attr *attr, v
 	pthread_cond_init(&srq->ibsrq.cond, NULL);
 	attr->max_wr = srq->rq.max_wr;
 	attr->max_sge = srq->rq.max_sge;
+	srq->st = svst_alloc(SVST_SRQ);
+	srq->rq.st = &srq->st->rq;
+	sv_status_srq(srq);
 	sv_pd_get(pd);
 	return srq;
 }
@@ -155,6 +161,7 @@ static int xrc_attach(struct sv_srq *srq, struct ibv_srq_init_attr_ex *a)
 	sv_xrcd_get(srq->xrcd);
 	__atomic_add_fetch(&srq->cq->refcnt, 1, __ATOMIC_RELEASE);
 	sv_xrc_srq_add(srq);
+	sv_status_srq(srq);
 	return 0;
 }
 
@@ -214,6 +221,7 @@ int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 		for (uint32_t i = 0; i < n; i++)
 			rq_pop(&srq->rq, sv_rq_at(&nrq, i));
 		nrq.tail = n;
+		nrq.st = srq->rq.st;
 		sv_rq_free(&srq->rq);
 		srq->rq = nrq;
 	}
@@ -224,6 +232,7 @@ int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 		}
 		srq->limit = attr->srq_limit;
 	}
+	sv_status_srq(srq);
 out:
 	pthread_mutex_unlock(&srq->lock);
 	return ret;
@@ -258,6 +267,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 		      &srq->async_reported);
 	sv_pd_put(ibsrq->pd);
 	sv_rq_free(&srq->rq);
+	svst_free(srq->st);
 	pthread_mutex_destroy(&srq->lock);
 	free(srq);
 	return 0;

@@ -54,6 +54,12 @@
 struct sv_node;
 struct sv_conn;
 struct sv_dm;
+/* Records in the status file (status/format.h): never NULL once created. */
+struct svst_qp;
+struct svst_cq;
+struct svst_srq;
+struct svst_mr;
+struct svst_q;
 
 struct sv_device {
 	struct ibv_device ibdev;
@@ -129,6 +135,7 @@ struct sv_mr {
 	struct sv_mw *mw;            /* this entry is that window's */
 	uint32_t windows;            /* windows bound to this MR */
 	bool imported;               /* ibv_import_mr's view: not in the table */
+	struct svst_mr *st;          /* its status record (MRs; NULL for windows, imports) */
 };
 
 /* Memory windows (verbs/mw.c), in the IB spec's states (10.6.7): a type 2
@@ -203,6 +210,7 @@ struct sv_cq {
 	struct sv_list spin_link;    /* node's spinning CQs (node lock) */
 	uint32_t events_reported;    /* completion events handed out */
 	uint32_t async_reported;
+	struct svst_cq *st;          /* its status record */
 };
 
 struct sv_sge {
@@ -240,6 +248,7 @@ struct sv_rq {
 	uint32_t max_wr, max_sge, stride;
 	uint32_t mask;               /* slots - 1 */
 	uint32_t head, tail;         /* consume at head, post at tail (free-running) */
+	struct svst_q *st;           /* its owner's status record's copy of them */
 };
 
 struct sv_srq {
@@ -254,6 +263,7 @@ struct sv_srq {
 	struct sv_xrcd *xrcd;
 	struct sv_cq *cq;
 	struct sv_list xrc_link;     /* the XRC SRQs, by number */
+	struct svst_srq *st;         /* its status record */
 };
 
 /* An XRC domain (verbs/xrc.c).  Domains opened on the same file share
@@ -443,6 +453,7 @@ struct sv_qp {
 	uint32_t wr_start_tail;
 
 	char last_err[256];          /* the last error, explained (sv_qp_explain) */
+	struct svst_qp *st;          /* its status record (engine/status.c) */
 };
 
 struct sv_comp_channel;
@@ -623,6 +634,12 @@ void sv_qp_init_ex_ops(struct sv_qp *qp);
 void sv_mcast_detach_all(struct sv_qp *qp);     /* progress thread */
 
 static inline bool sv_gid_is_mcast(const union ibv_gid *g) { return g->raw[0] == 0xff; }
+
+/* status.c: the status records of CQs, SRQs and MRs (status/format.h;
+ * made by svst_alloc), rewritten when their descriptive part changes. */
+void sv_status_cq(struct sv_cq *cq);
+void sv_status_srq(struct sv_srq *srq);
+void sv_status_mr(struct sv_mr *mr);
 
 /* ah.c */
 int sv_ah_resolve(struct ibv_context *ctx, const struct ibv_ah_attr *attr,
