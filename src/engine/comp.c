@@ -168,7 +168,23 @@ static void on_ack(struct sv_qp *qp, uint32_t psn)
 		progress_made(qp);
 }
 
-static void on_nak(struct sv_qp *qp, const struct sv_wire_hdr *h)
+/* A PSN sequence error NAK (a lossy channel lost requests, resp.c): go
+ * back to the NAKed request at once.  It counts as a transport retry, as
+ * a timeout does (IB's rule as rxe keeps it), and any progress resets it. */
+static void on_seq_nak(struct sv_qp *qp, uint32_t idx)
+{
+	sv_info("qp %u: sequence error NAK for psn %u (retry %u of %u)", qp->ibqp.qp_base.qp_num,
+		sv_sq_at(&qp->sq, idx)->psn, qp->retries + 1, qp->attr.retry_cnt);
+	if (++qp->retries > qp->attr.retry_cnt) {
+		sv_comp_fail(qp, sv_sq_at(&qp->sq, idx), IBV_WC_RETRY_EXC_ERR);
+		return;
+	}
+	sv_req_rewind(qp, idx);
+	qp->ack_deadline = 0;
+	sv_req_arm_ack_timer(qp);
+}
+
+static void on_nak(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
 	uint32_t idx;
 
@@ -177,6 +193,15 @@ static void on_nak(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	/* the responder executes in order: everything before the NAKed PSN
 	 * was carried out, and completes successfully */
 	on_ack(qp, (h->psn - 1) & 0xffffff);
+	/* a lossy channel's duplicate NAK, or one for a request sent again
+	 * since: the rewind it asks for was made */
+	if ((c->caps & SV_CAP_LOSSY) && (h->imm == SV_NAK_RNR || h->imm == SV_NAK_SEQ) &&
+	    sv_sq_at(&qp->sq, idx)->state != SV_SWQE_SENT)
+		return;
+	if (h->imm == SV_NAK_SEQ) {
+		on_seq_nak(qp, idx);
+		return;
+	}
 	if (h->imm == SV_NAK_RNR) {
 		if (qp->attr.rnr_retry != 7 && ++qp->rnr_retries > qp->attr.rnr_retry) {
 			sv_comp_fail(qp, sv_sq_at(&qp->sq, idx), IBV_WC_RNR_RETRY_EXC_ERR);
@@ -207,8 +232,14 @@ void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
 	if (h->opcode != SV_OP_READ_RESP && h->opcode != SV_OP_ATOMIC_RESP)
 		return;
 	qp->cctx.status = IBV_WC_SUCCESS;
-	if (!find_wqe(qp, h->psn, &qp->cctx.idx)) {
-		sv_engine_protocol_error(c, "response to no request");
+	qp->cctx.stale = false;
+	if (!find_wqe(qp, h->psn, &qp->cctx.idx) ||
+	    ((c->caps & SV_CAP_LOSSY) && sv_sq_at(&qp->sq, qp->cctx.idx)->state != SV_SWQE_SENT)) {
+		/* a lossy channel duplicates responses: its payload is discarded */
+		if (c->caps & SV_CAP_LOSSY)
+			qp->cctx.stale = true;
+		else
+			sv_engine_protocol_error(c, "response to no request");
 		return;
 	}
 	w = sv_sq_at(&qp->sq, qp->cctx.idx);
@@ -230,7 +261,7 @@ static void finish_rd_atomic(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	struct sv_swqe *w = sv_sq_at(&qp->sq, qp->cctx.idx);
 	enum ibv_wc_status st = qp->cctx.status;
 
-	if (w->state != SV_SWQE_SENT)
+	if (qp->cctx.stale || w->state != SV_SWQE_SENT)
 		return;                         /* a duplicate response */
 	if (h->opcode == SV_OP_ATOMIC_RESP && st == IBV_WC_SUCCESS) {
 		uint64_t *dst;
@@ -273,7 +304,7 @@ void sv_comp_end(struct sv_qp *qp, struct sv_conn *c)
 		on_ack(qp, h->psn);
 		break;
 	case SV_OP_NAK:
-		on_nak(qp, h);
+		on_nak(qp, c, h);
 		break;
 	case SV_OP_READ_RESP:
 		/* its buffer was deregistered while the data arrived */
@@ -370,6 +401,14 @@ static void ack_timeout(struct sv_qp *qp, uint64_t now)
 		return;
 	}
 	sv_req_arm_ack_timer(qp);
+	/* Our channels do not lose frames, so only the link's loss asks
+	 * for them again (sv_comp_link_lost); a lossy one's may be gone:
+	 * go back to the oldest unacknowledged request (go-back-N). */
+	if (__builtin_expect(qp->link == SV_LINK_UP && sv_req_conn(qp) &&
+			     (sv_req_conn(qp)->caps & SV_CAP_LOSSY), 0)) {
+		sv_req_rewind(qp, qp->sq.head);
+		sv_req_kick(qp);
+	}
 }
 
 

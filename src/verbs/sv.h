@@ -345,12 +345,17 @@ void sv_link_set(struct sv_qp *qp, enum sv_link_state s);
 /* Requester WQE states' names (engine/comp.c). */
 const char *sv_swqe_state_name(enum sv_swqe_state s);
 
+#define SV_ATOMIC_SEEN 16        /* atomic results kept for duplicates (>= max_dest_rd_atomic) */
+
 /* The RC responder (engine/resp.c).  UC and UD stay OPEN. */
 enum sv_resp_state {
 	SV_RESP_OPEN,                /* takes the request at epsn */
 	SV_RESP_HOLDING,             /* a SEND on a ring waits for a receive, up to the RNR timer */
 	SV_RESP_HOLD_OVER,           /* it waited the whole timer: it gets its RNR NAK */
 	SV_RESP_NAKED,               /* RNR NAK sent: drop requests until epsn comes again */
+	/* sequence NAK sent (a lossy channel lost requests): drop new requests
+	 * until epsn comes again, still answering duplicates */
+	SV_RESP_SEQ_NAKED,
 	SV_RESP_NSTATES
 };
 /* engine/resp.c: the responder's name, and its one door (changes logged). */
@@ -403,6 +408,14 @@ struct sv_qp {
 	uint64_t rnr_hold_since;     /* ns; a SEND waits for a receive since (resp.c) */
 	uint64_t rnr_hold_deadline;  /* ns; look at the held SEND then */
 	bool comm_est_sent;
+	/* the latest atomics' results, answered again to a duplicate (a lost
+	 * response) instead of executing it twice (engine/resp.c) */
+	struct {
+		uint32_t psn;
+		bool valid;
+		uint64_t orig;
+	} atomic_seen[SV_ATOMIC_SEEN];
+	uint32_t atomic_seen_next;
 
 	/* responder: the request being received (on `in`, or on `out` if
 	 * the peer turned it) */
@@ -426,6 +439,7 @@ struct sv_qp {
 	struct {
 		uint32_t idx;            /* SQ index it answers */
 		uint32_t status;
+		bool stale;              /* a duplicate of a lossy channel's: ignored */
 	} cctx;
 
 	struct sv_list mcast;        /* multicast attachments (UD) */
