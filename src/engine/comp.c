@@ -233,6 +233,7 @@ void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
 		return;
 	qp->cctx.status = IBV_WC_SUCCESS;
 	qp->cctx.stale = false;
+	qp->cctx.lossy = c->caps & SV_CAP_LOSSY;
 	if (!find_wqe(qp, h->psn, &qp->cctx.idx) ||
 	    ((c->caps & SV_CAP_LOSSY) && sv_sq_at(&qp->sq, qp->cctx.idx)->state != SV_SWQE_SENT)) {
 		/* a lossy channel duplicates responses: its payload is discarded */
@@ -253,6 +254,28 @@ void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
 	} else if (w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 		   w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		sv_engine_protocol_error(c, "atomic response to another request");
+	}
+}
+
+/* Responses come in PSN order: a READ or atomic before this one still
+ * waiting lost its response on a lossy channel (an implied NAK).  Back to
+ * it at once, counted as a retry (rxe does so): waiting for the timeout
+ * would let the window of max_rd_atomic slide past it, beyond what the
+ * responder keeps to answer its duplicate (resp.c). */
+static void response_skipped(struct sv_qp *qp, uint32_t idx)
+{
+	for (uint32_t i = qp->sq.head; i != idx; i++) {
+		if (sv_sq_at(&qp->sq, i)->state != SV_SWQE_SENT)
+			continue;
+		sv_info("qp %u: response to psn %u skipped: sent again (retry %u of %u)",
+			qp->ibqp.qp_base.qp_num, sv_sq_at(&qp->sq, i)->psn, qp->retries + 1,
+			qp->attr.retry_cnt);
+		if (++qp->retries > qp->attr.retry_cnt) {
+			sv_comp_fail(qp, sv_sq_at(&qp->sq, i), IBV_WC_RETRY_EXC_ERR);
+			return;
+		}
+		sv_req_rewind(qp, i);
+		return;
 	}
 }
 
@@ -285,6 +308,8 @@ static void finish_rd_atomic(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	}
 	sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 	progress_made(qp);
+	if (__builtin_expect(qp->cctx.lossy, 0))
+		response_skipped(qp, qp->cctx.idx);
 }
 
 static void after_response(struct sv_qp *qp)

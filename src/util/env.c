@@ -105,10 +105,11 @@ static int parse_item(char *item, struct sv_fault_conf *c, char *err, size_t err
 		return 0;
 	}
 	uint64_t *dst = !strcmp(item, "drop") ? &c->drop : !strcmp(item, "dup") ? &c->dup :
-			!strcmp(item, "corrupt") ? &c->corrupt : NULL;
+			!strcmp(item, "corrupt") ? &c->corrupt : !strcmp(item, "delay") ? &c->delay :
+			NULL;
 
 	if (!dst) {
-		snprintf(err, errlen, "unknown key '%s' (drop, dup, corrupt, seed)", item);
+		snprintf(err, errlen, "unknown key '%s' (drop, dup, corrupt, delay, seed)", item);
 		return -1;
 	}
 	if (!parse_prob(v, dst)) {

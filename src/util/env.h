@@ -22,14 +22,14 @@ bool sv_cma_disabled(void);                 /* SOFTVERBS_NO_CMA=1 */
 int sv_pending_max(void);                   /* SOFTVERBS_PENDING_MAX, at least 1 */
 
 /* SOFTVERBS_FAULT: "[KINDS:]KEY=VALUE,...;..." where KINDS is tcp, unix,
- * udp joined by '+' (none: all three), KEY drop, dup, corrupt (a
+ * udp joined by '+' (none: all three), KEY drop, dup, corrupt, delay (a
  * probability per frame, 0 to 1) or seed (an integer).  A kind may be
  * named by one group only. */
 enum sv_fault_kind { SV_FAULT_TCP, SV_FAULT_UNIX, SV_FAULT_UDP, SV_FAULT_NKINDS };
 struct sv_fault_conf {
 	bool on;
 	/* probabilities as thresholds of a 32-bit draw: p * 2^32 (1: always) */
-	uint64_t drop, dup, corrupt;
+	uint64_t drop, dup, corrupt, delay;
 	uint64_t seed;
 };
 /* 0, or -1 with the reason in err. */

@@ -345,7 +345,8 @@ void sv_link_set(struct sv_qp *qp, enum sv_link_state s);
 /* Requester WQE states' names (engine/comp.c). */
 const char *sv_swqe_state_name(enum sv_swqe_state s);
 
-#define SV_ATOMIC_SEEN 16        /* atomic results kept for duplicates (>= max_dest_rd_atomic) */
+#define SV_ATOMIC_SEEN SV_MAX_RD_ATOM   /* atomic results kept for duplicates: a
+					* requester has no more in flight */
 
 /* The RC responder (engine/resp.c).  UC and UD stay OPEN. */
 enum sv_resp_state {
@@ -440,6 +441,7 @@ struct sv_qp {
 		uint32_t idx;            /* SQ index it answers */
 		uint32_t status;
 		bool stale;              /* a duplicate of a lossy channel's: ignored */
+		bool lossy;              /* it came on a lossy channel (SV_CAP_LOSSY) */
 	} cctx;
 
 	struct sv_list mcast;        /* multicast attachments (UD) */

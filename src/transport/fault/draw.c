@@ -43,7 +43,7 @@ bool sv_fault_rng_init(struct sv_fault_rng *r, enum sv_fault_kind kind, bool out
 	return true;
 }
 
-/* Three draws a frame, whatever they decide: the n-th frame of a channel
+/* Five draws a frame, whatever they decide: the n-th frame of a channel
  * meets the same dice in every run. */
 struct sv_fault_verdict sv_fault_draw(struct sv_fault_rng *r)
 {
@@ -52,13 +52,15 @@ struct sv_fault_verdict sv_fault_draw(struct sv_fault_rng *r)
 	v.drop = next32(r) < r->conf->drop;
 	v.corrupt = next32(r) < r->conf->corrupt;
 	v.dup = next32(r) < r->conf->dup;
+	v.delay = next32(r) < r->conf->delay;
 	v.flip = next32(r);
 	r->frames++;
 	r->dropped += v.drop;
-	if (!v.drop) {
-		r->corrupted += v.corrupt;
-		r->duplicated += v.dup;
-	}
+	if (v.drop)
+		v.corrupt = v.dup = v.delay = false;
+	r->corrupted += v.corrupt;
+	r->duplicated += v.dup;
+	r->delayed += v.delay;
 	return v;
 }
 

@@ -25,6 +25,7 @@ struct sv_wire_hdr;
 /* What happens to one frame. */
 struct sv_fault_verdict {
 	bool drop, dup, corrupt;
+	bool delay;                   /* held back: it goes after the next frame */
 	uint32_t flip;                /* corrupt: which bit (mod the frame's) */
 };
 
@@ -34,7 +35,7 @@ struct sv_fault_verdict {
 struct sv_fault_rng {
 	uint64_t s;
 	const struct sv_fault_conf *conf;
-	uint64_t frames, dropped, duplicated, corrupted, bad;   /* for logs */
+	uint64_t frames, dropped, duplicated, corrupted, delayed, bad;   /* for logs */
 };
 
 /* draw.c */
@@ -71,9 +72,13 @@ struct sv_node;
 int sv_fault_dgram_attach(struct sv_node *node);
 void sv_fault_dgram_free(struct sv_node *node);
 /* Send through `send` what the faults make of the datagram: nothing, it
- * sealed, corrupted, twice.  Returns send's result (0 when dropped). */
+ * sealed, corrupted, twice, or later (after the process's next datagram,
+ * with its own ctx, ctx_len bytes at most SV_FAULT_CTX_MAX, copied).
+ * Returns send's result (0 when dropped or held). */
+#define SV_FAULT_CTX_MAX 64
 int sv_fault_dgram_send(struct sv_node *node, const struct iovec *iov, int n,
-			int (*send)(void *ctx, const struct iovec *iov, int n), void *ctx);
+			int (*send)(void *ctx, const struct iovec *iov, int n), void *ctx,
+			size_t ctx_len);
 /* A received sealed datagram of len bytes (trailer included): intact? */
 bool sv_fault_dgram_check(const uint8_t *buf, size_t len);
 

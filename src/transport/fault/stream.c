@@ -28,6 +28,7 @@ struct sv_fault_stream {
 	struct sv_fault_buf cur;     /* the frame the engine is writing */
 	struct sv_fault_buf out;     /* what the socket has yet to take */
 	bool owed;                   /* the last byte of a frame not yet confirmed */
+	struct sv_fault_buf held;    /* a delayed frame: it goes after the next one */
 	struct sv_fault_buf raw;     /* read, not yet a whole frame */
 	struct sv_fault_buf ready;   /* whole checked frames for the engine */
 };
@@ -113,30 +114,56 @@ static ssize_t out_drain(struct sv_conn *c, struct sv_fault_stream *s)
 	return 0;
 }
 
-/* A whole frame from the engine: what the faults make of it goes out. */
+/* The frame held back goes now (after the one just queued). */
+static int out_release_held(struct sv_fault_stream *s)
+{
+	if (!buf_used(&s->held))
+		return 0;
+	if (buf_put(&s->out, s->held.p + s->held.off, buf_used(&s->held)))
+		return -ENOMEM;
+	s->held.off = s->held.len = 0;
+	return 0;
+}
+
+/* A data frame's faults, into b (out, or held when it is delayed). */
+static int out_faulty(struct sv_fault_buf *b, const uint8_t *f, size_t len,
+		      const struct sv_fault_verdict *v)
+{
+	size_t at;
+
+	if (buf_reserve(b, 2 * (len + 4)))
+		return -ENOMEM;
+	at = b->len;
+	memcpy(b->p + at, f, len);
+	b->len += sv_fault_seal(b->p + at, len);
+	if (v->dup)
+		buf_put(b, b->p + at, len + 4);    /* reserved: cannot fail */
+	if (v->corrupt)                 /* after the checksum: the receiver sees it */
+		sv_fault_flip(b->p + at, len + 4, v->flip, true);
+	return 0;
+}
+
+/* A whole frame from the engine: what the faults make of it goes out.  A
+ * delayed one waits for the channel's next frame (if none comes, RC's
+ * retransmission is that frame). */
 static int out_frame(struct sv_fault_stream *s, uint8_t *f, size_t len)
 {
 	struct sv_fault_verdict v;
-	size_t at;
 
 	if (!sv_fault_applies((const struct sv_wire_hdr *)f))
-		return buf_put(&s->out, f, len);
+		return buf_put(&s->out, f, len) ? -ENOMEM : out_release_held(s);
 	v = sv_fault_draw(&s->rng);
 	if (v.drop) {
 		sv_trace("fault: frame psn %u (op %u) dropped",
 			 SV_WIRE_GET32(((const struct sv_wire_hdr *)f)->psn), f[3]);
 		return 0;
 	}
-	if (buf_reserve(&s->out, 2 * (len + 4)))
-		return -ENOMEM;
-	at = s->out.len;
-	memcpy(s->out.p + at, f, len);
-	s->out.len += sv_fault_seal(s->out.p + at, len);
-	if (v.dup)
-		buf_put(&s->out, s->out.p + at, len + 4);    /* reserved: cannot fail */
-	if (v.corrupt)                  /* after the checksum: the receiver sees it */
-		sv_fault_flip(s->out.p + at, len + 4, v.flip, true);
-	return 0;
+	if (v.delay) {
+		if (out_release_held(s))         /* one held at a time */
+			return -ENOMEM;
+		return out_faulty(&s->held, f, len, &v);
+	}
+	return out_faulty(&s->out, f, len, &v) ? -ENOMEM : out_release_held(s);
 }
 
 /* Whole frames in cur go out. */
@@ -280,13 +307,13 @@ void sv_fault_stream_close(struct sv_conn *c)
 
 	if (!s)
 		return;
-	if (!c->dead)
+	if (!c->dead && !out_release_held(s))       /* its next frame will not come */
 		out_drain(c, s);
 	sv_info("fault: %s channel closed: %llu frames, %llu dropped, %llu duplicated, "
-		"%llu corrupted; %llu received failed their checksum", c->ops->name,
+		"%llu corrupted, %llu delayed; %llu received failed their checksum", c->ops->name,
 		(unsigned long long)s->rng.frames, (unsigned long long)s->rng.dropped,
 		(unsigned long long)s->rng.duplicated, (unsigned long long)s->rng.corrupted,
-		(unsigned long long)s->rng.bad);
+		(unsigned long long)s->rng.delayed, (unsigned long long)s->rng.bad);
 }
 
 void sv_fault_stream_free(struct sv_conn *c)
@@ -297,6 +324,7 @@ void sv_fault_stream_free(struct sv_conn *c)
 		return;
 	free(s->cur.p);
 	free(s->out.p);
+	free(s->held.p);
 	free(s->raw.p);
 	free(s->ready.p);
 	free(s);

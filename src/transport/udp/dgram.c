@@ -49,7 +49,7 @@ int sv_dgram_send(struct sv_node *node, uint32_t src_qpn, const struct sockaddr_
 	if (is_loopback(d.to.sin_addr))
 		d.to.sin_addr = node->addr;
 	if (__builtin_expect(node->fault_dgram != NULL, 0))
-		return sv_fault_dgram_send(node, iov, n, dgram_send_now, &d);
+		return sv_fault_dgram_send(node, iov, n, dgram_send_now, &d, sizeof(d));
 	return dgram_send_now(&d, iov, n);
 }
 
