@@ -149,21 +149,31 @@ static void progress_made(struct sv_qp *qp)
 static void on_ack(struct sv_qp *qp, uint32_t psn)
 {
 	bool any = false;
+	/* After a rewind, up to the tail: requests rewound (POSTED again, past
+	 * sq.next) that the ACK covers were executed, and need not go again. */
+	uint32_t end = qp->req_unsettled ? qp->sq.tail : qp->sq.next;
 
-	for (uint32_t i = qp->sq.head; i != qp->sq.next; i++) {
+	for (uint32_t i = qp->sq.head; i != end; i++) {
 		struct sv_swqe *w = sv_sq_at(&qp->sq, i);
 
-		if (!w->psn_set)
-			continue;          /* ran here (req.c run_local), took no PSN */
+		if (!w->psn_set) {
+			if (w->state == SV_SWQE_DONE)
+				continue;  /* ran here (req.c run_local), took no PSN */
+			break;             /* never sent, nor anything after it */
+		}
 		if (!sv_psn_le(w->psn, psn))
 			break;
-		if (w->state == SV_SWQE_SENT && w->opcode != IBV_WR_RDMA_READ &&
+		if ((w->state == SV_SWQE_SENT || w->state == SV_SWQE_POSTED) &&
+		    w->opcode != IBV_WR_RDMA_READ &&
 		    w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 		    w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
 			sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 			any = true;
 		}
 	}
+	while (qp->req_unsettled && qp->sq.next != qp->sq.tail &&
+	       sv_sq_at(&qp->sq, qp->sq.next)->state == SV_SWQE_DONE)
+		qp->sq.next++;
 	if (any)
 		progress_made(qp);
 }
@@ -433,6 +443,9 @@ static void ack_timeout(struct sv_qp *qp, uint64_t now)
 			     (sv_req_conn(qp)->caps & SV_CAP_LOSSY), 0)) {
 		sv_req_rewind(qp, qp->sq.head);
 		sv_req_kick(qp);
+		/* the next timeout counts from the retransmission */
+		qp->ack_deadline = 0;
+		sv_req_arm_ack_timer(qp);
 	}
 }
 

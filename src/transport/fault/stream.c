@@ -11,12 +11,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "transport/fault/fault.h"
 #include "transport/transport.h"
 #include "util/log.h"
 
-#define SV_FAULT_READ 65536u     /* bytes read from the socket at a time, at least */
+#define SV_FAULT_SOCKBUF (256 * 1024)   /* a lossy channel's socket buffers */
 
 struct sv_fault_buf {
 	uint8_t *p;
@@ -74,6 +75,7 @@ int sv_fault_stream_attach(struct sv_conn *c, enum sv_fault_kind kind)
 {
 	struct sv_fault_stream *s;
 	struct sv_fault_rng rng;
+	int small = SV_FAULT_SOCKBUF;
 
 	if (!sv_fault_rng_init(&rng, kind, c->outbound))
 		return 0;
@@ -83,6 +85,11 @@ int sv_fault_stream_attach(struct sv_conn *c, enum sv_fault_kind kind)
 	s->rng = rng;
 	c->fault = s;
 	c->caps |= SV_CAP_LOSSY;
+	/* A fabric holds a few packets in flight, not the megabytes of our
+	 * sockets (conn.c): a retransmission waits behind what the socket
+	 * holds, which must drain within the ack timeout. */
+	setsockopt(c->h.fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	setsockopt(c->h.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
 	return 0;
 }
 
@@ -268,25 +275,29 @@ static size_t ready_give(struct sv_fault_stream *s, const struct iovec *iov, int
 	return got;
 }
 
+/*
+ * The engine's readv.  The socket is read one frame at a time, never past
+ * the frame's end: the engine stops reading at a frame's end (a paused
+ * channel, a fairness limit) and waits for epoll to say the socket has
+ * more, so nothing it has not asked for may wait here.  Inside a frame it
+ * reads on while bytes wait here (sv_conn_input_pending).
+ */
 ssize_t sv_fault_stream_readv(struct sv_conn *c, const struct iovec *iov, int n)
 {
 	struct sv_fault_stream *s = c->fault;
 
 	for (;;) {
 		struct iovec v;
-		size_t want = SV_FAULT_READ, flen;
+		size_t have = buf_used(&s->raw), flen = frame_len(s->raw.p + s->raw.off, have);
+		size_t want = flen ? flen - have : sizeof(struct sv_wire_hdr) - have;
 		ssize_t r;
 
 		if (buf_used(&s->ready))
 			return (ssize_t)ready_give(s, iov, n);
-		/* room for the whole frame being read, when it is large */
-		flen = frame_len(s->raw.p + s->raw.off, buf_used(&s->raw));
-		if (flen > buf_used(&s->raw) + want)
-			want = flen - buf_used(&s->raw);
 		if (flen > sizeof(struct sv_wire_hdr) + SV_MAX_MSG + 4 || buf_reserve(&s->raw, want))
 			return no_memory(c);
 		v.iov_base = s->raw.p + s->raw.len;
-		v.iov_len = s->raw.cap - s->raw.len;
+		v.iov_len = want;
 		r = c->ops->readv(c, &v, 1);
 		if (r <= 0)
 			return r;
