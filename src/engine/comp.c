@@ -242,13 +242,13 @@ void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
 	if (h->opcode != SV_OP_READ_RESP && h->opcode != SV_OP_ATOMIC_RESP)
 		return;
 	qp->cctx.status = IBV_WC_SUCCESS;
-	qp->cctx.stale = false;
-	qp->cctx.lossy = c->caps & SV_CAP_LOSSY;
+	qp->cctx_stale = false;
+	qp->cctx_lossy = c->caps & SV_CAP_LOSSY;
 	if (!find_wqe(qp, h->psn, &qp->cctx.idx) ||
 	    ((c->caps & SV_CAP_LOSSY) && sv_sq_at(&qp->sq, qp->cctx.idx)->state != SV_SWQE_SENT)) {
 		/* a lossy channel duplicates responses: its payload is discarded */
 		if (c->caps & SV_CAP_LOSSY)
-			qp->cctx.stale = true;
+			qp->cctx_stale = true;
 		else
 			sv_engine_protocol_error(c, "response to no request");
 		return;
@@ -294,7 +294,7 @@ static void finish_rd_atomic(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	struct sv_swqe *w = sv_sq_at(&qp->sq, qp->cctx.idx);
 	enum ibv_wc_status st = qp->cctx.status;
 
-	if (qp->cctx.stale || w->state != SV_SWQE_SENT)
+	if (qp->cctx_stale || w->state != SV_SWQE_SENT)
 		return;                         /* a duplicate response */
 	if (h->opcode == SV_OP_ATOMIC_RESP && st == IBV_WC_SUCCESS) {
 		uint64_t *dst;
@@ -318,7 +318,7 @@ static void finish_rd_atomic(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	}
 	sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 	progress_made(qp);
-	if (__builtin_expect(qp->cctx.lossy, 0))
+	if (__builtin_expect(qp->cctx_lossy, 0))
 		response_skipped(qp, qp->cctx.idx);
 }
 

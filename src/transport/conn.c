@@ -242,14 +242,14 @@ void sv_conn_reap(struct sv_node *node)
 
 ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n)
 {
-	if (__builtin_expect(c->fault != NULL, 0))
+	if (__builtin_expect(c->caps & SV_CAP_LOSSY, 0))     /* (a flag in a hot line) */
 		return sv_fault_stream_writev(c, iov, n);
 	return c->ops->writev(c, iov, n);
 }
 
 ssize_t sv_conn_readv(struct sv_conn *c, const struct iovec *iov, int n)
 {
-	if (__builtin_expect(c->fault != NULL, 0))
+	if (__builtin_expect(c->caps & SV_CAP_LOSSY, 0))
 		return sv_fault_stream_readv(c, iov, n);
 	return c->ops->readv(c, iov, n);
 }

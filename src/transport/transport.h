@@ -107,7 +107,6 @@ struct sv_fault_stream;
 struct sv_conn {
 	struct sv_handler h;
 	const struct sv_chan_ops *ops;
-	struct sv_fault_stream *fault;   /* SOFTVERBS_FAULT's filter, else NULL (transport/fault/) */
 	struct sv_node *node;
 	struct sv_qpchan *qc;        /* the engine's state for it (up->chan_size bytes) */
 	struct sv_list pending_link; /* node's inbound conns awaiting HELLO */
@@ -153,6 +152,9 @@ struct sv_conn {
 	pthread_mutex_t watch_lock;  /* orders changes of the progress thread's events */
 	uint8_t spin_off;            /* input left to pollers spinning on its CQs (count) */
 	uint32_t deferred;           /* events left to the QP lock's holder (engine/recv.c) */
+
+	/* SOFTVERBS_FAULT's filter (transport/fault/), with SV_CAP_LOSSY; else NULL */
+	struct sv_fault_stream *fault;
 };
 
 /* A channel's capabilities, for threads that may not hold its QP's lock

@@ -409,14 +409,6 @@ struct sv_qp {
 	uint64_t rnr_hold_since;     /* ns; a SEND waits for a receive since (resp.c) */
 	uint64_t rnr_hold_deadline;  /* ns; look at the held SEND then */
 	bool comm_est_sent;
-	/* the latest atomics' results, answered again to a duplicate (a lost
-	 * response) instead of executing it twice (engine/resp.c) */
-	struct {
-		uint32_t psn;
-		bool valid;
-		uint64_t orig;
-	} atomic_seen[SV_ATOMIC_SEEN];
-	uint32_t atomic_seen_next;
 
 	/* responder: the request being received (on `in`, or on `out` if
 	 * the peer turned it) */
@@ -440,8 +432,6 @@ struct sv_qp {
 	struct {
 		uint32_t idx;            /* SQ index it answers */
 		uint32_t status;
-		bool stale;              /* a duplicate of a lossy channel's: ignored */
-		bool lossy;              /* it came on a lossy channel (SV_CAP_LOSSY) */
 	} cctx;
 
 	struct sv_list mcast;        /* multicast attachments (UD) */
@@ -459,6 +449,19 @@ struct sv_qp {
 	uint32_t wr_start_tail;
 
 	char last_err[256];          /* the last error, explained (sv_qp_explain) */
+
+	/* Lossy channels only (SOFTVERBS_FAULT, docs/observability.md), kept
+	 * out of the hot fields above.  The response being read: a duplicate
+	 * to ignore; it came on a lossy channel. */
+	bool cctx_stale, cctx_lossy;
+	/* responder: the latest atomics' results, answered again to a
+	 * duplicate (a lost response) instead of executing it twice (resp.c) */
+	struct {
+		uint32_t psn;
+		bool valid;
+		uint64_t orig;
+	} atomic_seen[SV_ATOMIC_SEEN];
+	uint32_t atomic_seen_next;
 };
 
 struct sv_comp_channel;
