@@ -25,6 +25,9 @@ static const enum ibv_wc_opcode wr_to_wc[] = {
 	[IBV_WR_ATOMIC_WRITE] = IBV_WC_ATOMIC_WRITE,
 };
 
+/* cctx.status of a duplicate response on a lossy channel: ignored */
+#define SV_CCTX_STALE UINT32_MAX
+
 static const enum ibv_wc_status nak_status[] = {
 	[SV_NAK_INV_REQ] = IBV_WC_REM_INV_REQ_ERR,
 	[SV_NAK_REM_ACCESS] = IBV_WC_REM_ACCESS_ERR,
@@ -242,13 +245,11 @@ void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
 	if (h->opcode != SV_OP_READ_RESP && h->opcode != SV_OP_ATOMIC_RESP)
 		return;
 	qp->cctx.status = IBV_WC_SUCCESS;
-	qp->cctx_stale = false;
-	qp->cctx_lossy = c->caps & SV_CAP_LOSSY;
 	if (!find_wqe(qp, h->psn, &qp->cctx.idx) ||
 	    ((c->caps & SV_CAP_LOSSY) && sv_sq_at(&qp->sq, qp->cctx.idx)->state != SV_SWQE_SENT)) {
 		/* a lossy channel duplicates responses: its payload is discarded */
 		if (c->caps & SV_CAP_LOSSY)
-			qp->cctx_stale = true;
+			qp->cctx.status = SV_CCTX_STALE;
 		else
 			sv_engine_protocol_error(c, "response to no request");
 		return;
@@ -289,12 +290,12 @@ static void response_skipped(struct sv_qp *qp, uint32_t idx)
 	}
 }
 
-static void finish_rd_atomic(struct sv_qp *qp, const struct sv_wire_hdr *h)
+static void finish_rd_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
 	struct sv_swqe *w = sv_sq_at(&qp->sq, qp->cctx.idx);
 	enum ibv_wc_status st = qp->cctx.status;
 
-	if (qp->cctx_stale || w->state != SV_SWQE_SENT)
+	if (qp->cctx.status == SV_CCTX_STALE || w->state != SV_SWQE_SENT)
 		return;                         /* a duplicate response */
 	if (h->opcode == SV_OP_ATOMIC_RESP && st == IBV_WC_SUCCESS) {
 		uint64_t *dst;
@@ -318,7 +319,7 @@ static void finish_rd_atomic(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	}
 	sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 	progress_made(qp);
-	if (__builtin_expect(qp->cctx_lossy, 0))
+	if (__builtin_expect(c->caps & SV_CAP_LOSSY, 0))
 		response_skipped(qp, qp->cctx.idx);
 }
 
@@ -345,10 +346,10 @@ void sv_comp_end(struct sv_qp *qp, struct sv_conn *c)
 		/* its buffer was deregistered while the data arrived */
 		if (c->qc->place.revoked && qp->cctx.status == IBV_WC_SUCCESS)
 			qp->cctx.status = IBV_WC_LOC_PROT_ERR;
-		finish_rd_atomic(qp, h);
+		finish_rd_atomic(qp, c, h);
 		break;
 	case SV_OP_ATOMIC_RESP:
-		finish_rd_atomic(qp, h);
+		finish_rd_atomic(qp, c, h);
 		break;
 	}
 	after_response(qp);

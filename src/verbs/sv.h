@@ -450,12 +450,9 @@ struct sv_qp {
 
 	char last_err[256];          /* the last error, explained (sv_qp_explain) */
 
-	/* Lossy channels only (SOFTVERBS_FAULT, docs/observability.md), kept
-	 * out of the hot fields above.  The response being read: a duplicate
-	 * to ignore; it came on a lossy channel. */
-	bool cctx_stale, cctx_lossy;
 	/* responder: the latest atomics' results, answered again to a
-	 * duplicate (a lost response) instead of executing it twice (resp.c) */
+	 * duplicate (a lost response) instead of executing it twice (resp.c);
+	 * kept out of the hot fields above */
 	struct {
 		uint32_t psn;
 		bool valid;
