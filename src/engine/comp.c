@@ -27,6 +27,9 @@ static const enum ibv_wc_opcode wr_to_wc[] = {
 	[IBV_WR_ATOMIC_WRITE] = IBV_WC_ATOMIC_WRITE,
 };
 
+/* cctx.status of a duplicate response on a lossy channel: ignored */
+#define SV_CCTX_STALE UINT32_MAX
+
 static const enum ibv_wc_status nak_status[] = {
 	[SV_NAK_INV_REQ] = IBV_WC_REM_INV_REQ_ERR,
 	[SV_NAK_REM_ACCESS] = IBV_WC_REM_ACCESS_ERR,
@@ -154,26 +157,52 @@ static void progress_made(struct sv_qp *qp)
 static void on_ack(struct sv_qp *qp, uint32_t psn)
 {
 	bool any = false;
+	/* After a rewind, up to the tail: requests rewound (POSTED again, past
+	 * sq.next) that the ACK covers were executed, and need not go again. */
+	uint32_t end = qp->req_unsettled ? qp->sq.tail : qp->sq.next;
 
-	for (uint32_t i = qp->sq.head; i != qp->sq.next; i++) {
+	for (uint32_t i = qp->sq.head; i != end; i++) {
 		struct sv_swqe *w = sv_sq_at(&qp->sq, i);
 
-		if (!w->psn_set)
-			continue;          /* ran here (req.c run_local), took no PSN */
+		if (!w->psn_set) {
+			if (w->state == SV_SWQE_DONE)
+				continue;  /* ran here (req.c run_local), took no PSN */
+			break;             /* never sent, nor anything after it */
+		}
 		if (!sv_psn_le(w->psn, psn))
 			break;
-		if (w->state == SV_SWQE_SENT && w->opcode != IBV_WR_RDMA_READ &&
+		if ((w->state == SV_SWQE_SENT || w->state == SV_SWQE_POSTED) &&
+		    w->opcode != IBV_WR_RDMA_READ &&
 		    w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 		    w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
 			sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 			any = true;
 		}
 	}
+	while (qp->req_unsettled && qp->sq.next != qp->sq.tail &&
+	       sv_sq_at(&qp->sq, qp->sq.next)->state == SV_SWQE_DONE)
+		qp->sq.next++;
 	if (any)
 		progress_made(qp);
 }
 
-static void on_nak(struct sv_qp *qp, const struct sv_wire_hdr *h)
+/* A PSN sequence error NAK (a lossy channel lost requests, resp.c): go
+ * back to the NAKed request at once.  It counts as a transport retry, as
+ * a timeout does (IB's rule as rxe keeps it), and any progress resets it. */
+static void on_seq_nak(struct sv_qp *qp, uint32_t idx)
+{
+	sv_info("qp %u: sequence error NAK for psn %u (retry %u of %u)", qp->ibqp.qp_base.qp_num,
+		sv_sq_at(&qp->sq, idx)->psn, qp->retries + 1, qp->attr.retry_cnt);
+	if (++qp->retries > qp->attr.retry_cnt) {
+		sv_comp_fail(qp, sv_sq_at(&qp->sq, idx), IBV_WC_RETRY_EXC_ERR);
+		return;
+	}
+	sv_req_rewind(qp, idx);
+	qp->ack_deadline = 0;
+	sv_req_arm_ack_timer(qp);
+}
+
+static void on_nak(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
 	uint32_t idx;
 
@@ -182,6 +211,15 @@ static void on_nak(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	/* the responder executes in order: everything before the NAKed PSN
 	 * was carried out, and completes successfully */
 	on_ack(qp, (h->psn - 1) & 0xffffff);
+	/* a lossy channel's duplicate NAK, or one for a request sent again
+	 * since: the rewind it asks for was made */
+	if ((c->caps & SV_CAP_LOSSY) && (h->imm == SV_NAK_RNR || h->imm == SV_NAK_SEQ) &&
+	    sv_sq_at(&qp->sq, idx)->state != SV_SWQE_SENT)
+		return;
+	if (h->imm == SV_NAK_SEQ) {
+		on_seq_nak(qp, idx);
+		return;
+	}
 	if (h->imm == SV_NAK_RNR) {
 		qp->st->rnr_naks_rcvd++;
 		if (qp->attr.rnr_retry != 7 && ++qp->rnr_retries > qp->attr.rnr_retry) {
@@ -213,8 +251,13 @@ void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
 	if (h->opcode != SV_OP_READ_RESP && h->opcode != SV_OP_ATOMIC_RESP)
 		return;
 	qp->cctx.status = IBV_WC_SUCCESS;
-	if (!find_wqe(qp, h->psn, &qp->cctx.idx)) {
-		sv_engine_protocol_error(c, "response to no request");
+	if (!find_wqe(qp, h->psn, &qp->cctx.idx) ||
+	    ((c->caps & SV_CAP_LOSSY) && sv_sq_at(&qp->sq, qp->cctx.idx)->state != SV_SWQE_SENT)) {
+		/* a lossy channel duplicates responses: its payload is discarded */
+		if (c->caps & SV_CAP_LOSSY)
+			qp->cctx.status = SV_CCTX_STALE;
+		else
+			sv_engine_protocol_error(c, "response to no request");
 		return;
 	}
 	w = sv_sq_at(&qp->sq, qp->cctx.idx);
@@ -231,12 +274,34 @@ void sv_comp_begin(struct sv_qp *qp, struct sv_conn *c)
 	}
 }
 
-static void finish_rd_atomic(struct sv_qp *qp, const struct sv_wire_hdr *h)
+/* Responses come in PSN order: a READ or atomic before this one still
+ * waiting lost its response on a lossy channel (an implied NAK).  Back to
+ * it at once, counted as a retry (rxe does so): waiting for the timeout
+ * would let the window of max_rd_atomic slide past it, beyond what the
+ * responder keeps to answer its duplicate (resp.c). */
+static void response_skipped(struct sv_qp *qp, uint32_t idx)
+{
+	for (uint32_t i = qp->sq.head; i != idx; i++) {
+		if (sv_sq_at(&qp->sq, i)->state != SV_SWQE_SENT)
+			continue;
+		sv_info("qp %u: response to psn %u skipped: sent again (retry %u of %u)",
+			qp->ibqp.qp_base.qp_num, sv_sq_at(&qp->sq, i)->psn, qp->retries + 1,
+			qp->attr.retry_cnt);
+		if (++qp->retries > qp->attr.retry_cnt) {
+			sv_comp_fail(qp, sv_sq_at(&qp->sq, i), IBV_WC_RETRY_EXC_ERR);
+			return;
+		}
+		sv_req_rewind(qp, i);
+		return;
+	}
+}
+
+static void finish_rd_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
 	struct sv_swqe *w = sv_sq_at(&qp->sq, qp->cctx.idx);
 	enum ibv_wc_status st = qp->cctx.status;
 
-	if (w->state != SV_SWQE_SENT)
+	if (qp->cctx.status == SV_CCTX_STALE || w->state != SV_SWQE_SENT)
 		return;                         /* a duplicate response */
 	if (h->opcode == SV_OP_ATOMIC_RESP && st == IBV_WC_SUCCESS) {
 		uint64_t *dst;
@@ -260,6 +325,8 @@ static void finish_rd_atomic(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	}
 	sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 	progress_made(qp);
+	if (__builtin_expect(c->caps & SV_CAP_LOSSY, 0))
+		response_skipped(qp, qp->cctx.idx);
 }
 
 static void after_response(struct sv_qp *qp)
@@ -279,16 +346,16 @@ void sv_comp_end(struct sv_qp *qp, struct sv_conn *c)
 		on_ack(qp, h->psn);
 		break;
 	case SV_OP_NAK:
-		on_nak(qp, h);
+		on_nak(qp, c, h);
 		break;
 	case SV_OP_READ_RESP:
 		/* its buffer was deregistered while the data arrived */
 		if (c->qc->place.revoked && qp->cctx.status == IBV_WC_SUCCESS)
 			qp->cctx.status = IBV_WC_LOC_PROT_ERR;
-		finish_rd_atomic(qp, h);
+		finish_rd_atomic(qp, c, h);
 		break;
 	case SV_OP_ATOMIC_RESP:
-		finish_rd_atomic(qp, h);
+		finish_rd_atomic(qp, c, h);
 		break;
 	}
 	after_response(qp);
@@ -378,6 +445,17 @@ static void ack_timeout(struct sv_qp *qp, uint64_t now)
 		return;
 	}
 	sv_req_arm_ack_timer(qp);
+	/* Our channels do not lose frames, so only the link's loss asks
+	 * for them again (sv_comp_link_lost); a lossy one's may be gone:
+	 * go back to the oldest unacknowledged request (go-back-N). */
+	if (__builtin_expect(qp->link == SV_LINK_UP && sv_req_conn(qp) &&
+			     (sv_req_conn(qp)->caps & SV_CAP_LOSSY), 0)) {
+		sv_req_rewind(qp, qp->sq.head);
+		sv_req_kick(qp);
+		/* the next timeout counts from the retransmission */
+		qp->ack_deadline = 0;
+		sv_req_arm_ack_timer(qp);
+	}
 }
 
 

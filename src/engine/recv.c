@@ -41,7 +41,7 @@ static size_t rbuf_avail(const struct sv_conn *c) { return c->qc->rb_end - c->qc
 static bool rx_may_read(struct sv_conn *c)
 {
 	if (!c->qc->rx_reads_left || c->qc->rx_drained)
-		return false;
+		return __builtin_expect(c->caps & SV_CAP_LOSSY, 0) && sv_conn_input_pending(c);
 	c->qc->rx_reads_left--;
 	return true;
 }

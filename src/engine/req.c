@@ -217,6 +217,27 @@ static void run_local(struct sv_qp *qp, struct sv_swqe *w)
 	sv_comp_reap(qp);
 }
 
+/* On a lossy channel a READ or atomic may be asked for again, and the
+ * responder keeps only the last SV_MAX_RD_ATOM atomics' results (resp.c):
+ * so one goes only while fewer than rd_max READs and atomics stand from
+ * the oldest one not done, as IB counts outstanding requests (the count
+ * of responses, rd_outstanding, forgets lost ones at a rewind). */
+static bool rd_window_full(struct sv_qp *qp, uint32_t rd_max)
+{
+	uint32_t n = 0;
+	bool counting = false;
+
+	for (uint32_t i = qp->sq.head; i != qp->sq.next; i++) {
+		struct sv_swqe *w = sv_sq_at(&qp->sq, i);
+
+		if (!is_rd_atomic(w->opcode))
+			continue;
+		counting |= w->state != SV_SWQE_DONE;
+		n += counting;
+	}
+	return n >= rd_max;
+}
+
 static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 {
 	uint32_t rd_max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
@@ -240,7 +261,8 @@ static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 		}
 		if (try_direct(qp, w))
 			continue;
-		if (is_rd_atomic(w->opcode) && qp->rd_outstanding >= rd_max)
+		if (is_rd_atomic(w->opcode) && (qp->rd_outstanding >= rd_max ||
+		    ((sv_req_conn(qp)->caps & SV_CAP_LOSSY) && rd_window_full(qp, rd_max))))
 			return false;
 		if (!w->psn_set) {
 			w->psn = qp->next_psn;

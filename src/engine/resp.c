@@ -20,6 +20,7 @@
 static const char *const nak_name[] = {
 	[SV_NAK_RNR] = "RNR", [SV_NAK_INV_REQ] = "invalid request",
 	[SV_NAK_REM_ACCESS] = "remote access", [SV_NAK_REM_OP] = "remote operation",
+	[SV_NAK_SEQ] = "PSN sequence error",
 };
 
 /* Decide a fatal error: RC answers with a NAK and both ends go to ERR;
@@ -263,9 +264,20 @@ static bool atomic_op(struct sv_qp *qp, const struct sv_wire_hdr *h, uint64_t *o
 	return p;
 }
 
+static void atomic_respond(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h,
+			   uint64_t orig)
+{
+	struct sv_txframe *f = sv_xmit_rd_resp_slot(c, h->psn);
+
+	if (!f)
+		return;         /* resp_room() kept one free: cannot happen */
+	sv_frame_init(f, SV_OP_ATOMIC_RESP, qp->peer_qpn, qp->ibqp.qp_base.qp_num, h->psn);
+	f->hdr.data0 = orig;
+	sv_xmit_resp_commit(c, f);
+}
+
 static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	struct sv_txframe *f;
 	uint64_t orig = 0;
 
 	if (h->va & 7) {
@@ -279,17 +291,28 @@ static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wir
 	}
 	if (h->opcode == SV_OP_ATOMIC_WRITE)
 		return;             /* acknowledged as a WRITE is (sv_resp_end) */
-	f = sv_xmit_rd_resp_slot(c, h->psn);
-	if (!f)
-		return;         /* resp_room() kept one free: cannot happen */
-	sv_frame_init(f, SV_OP_ATOMIC_RESP, qp->peer_qpn, qp->ibqp.qp_base.qp_num, h->psn);
-	f->hdr.data0 = orig;
-	sv_xmit_resp_commit(c, f);
+	qp->atomic_seen[qp->atomic_seen_next].psn = h->psn;
+	qp->atomic_seen[qp->atomic_seen_next].orig = orig;
+	qp->atomic_seen[qp->atomic_seen_next].valid = true;
+	qp->atomic_seen_next = (qp->atomic_seen_next + 1) % SV_ATOMIC_SEEN;
+	atomic_respond(qp, c, h, orig);
+}
+
+/* A duplicate atomic (its response was lost): the result it had, if still
+ * kept; an older one gets nothing, as its requester gave up long ago. */
+static void atomic_again(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
+{
+	for (int i = 0; i < SV_ATOMIC_SEEN; i++)
+		if (qp->atomic_seen[i].valid && qp->atomic_seen[i].psn == h->psn) {
+			atomic_respond(qp, c, h, qp->atomic_seen[i].orig);
+			return;
+		}
 }
 
 SV_NAME_TABLE(sv_resp_state_name, enum sv_resp_state, SV_RESP_NSTATES,
 	      [SV_RESP_OPEN] = "OPEN", [SV_RESP_HOLDING] = "HOLDING",
-	      [SV_RESP_HOLD_OVER] = "HOLD_OVER", [SV_RESP_NAKED] = "NAKED")
+	      [SV_RESP_HOLD_OVER] = "HOLD_OVER", [SV_RESP_NAKED] = "NAKED",
+	      [SV_RESP_SEQ_NAKED] = "SEQ_NAKED")
 
 /* QP lock held.  Every change is traced by name. */
 void sv_resp_set(struct sv_qp *qp, enum sv_resp_state s)
@@ -301,23 +324,45 @@ void sv_resp_set(struct sv_qp *qp, enum sv_resp_state s)
 	qp->resp = s;
 }
 
+/* UC on a lossy channel: a duplicate (behind epsn) is dropped, a gap
+ * accepted (UC loses messages, it does not repeat them). */
+static bool uc_psn_ok(struct sv_qp *qp, const struct sv_wire_hdr *h)
+{
+	if (h->psn != qp->epsn && sv_psn_le(h->psn, qp->epsn))
+		return false;
+	qp->epsn = (h->psn + 1) & 0xffffff;
+	return true;
+}
+
 /* PSN check for RC.  Returns false if the request is to be discarded. */
 static bool psn_ok(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
 	if (!sv_qp_is_rc(qp))
-		return true;
+		return !(c->caps & SV_CAP_LOSSY) || uc_psn_ok(qp, h);
 	if (h->psn == qp->epsn) {
-		if (qp->resp == SV_RESP_NAKED)
+		if (qp->resp == SV_RESP_NAKED || qp->resp == SV_RESP_SEQ_NAKED)
 			sv_resp_set(qp, SV_RESP_OPEN);
 		return true;
 	}
 	sv_trace("qp %u: request psn %u, expected %u (%s)", qp->ibqp.qp_base.qp_num, h->psn,
 		 qp->epsn, sv_resp_state_name(qp->resp));
 	if (qp->resp != SV_RESP_NAKED && sv_psn_le(h->psn, qp->epsn)) {
-		/* Duplicate of something already executed: acknowledge again. */
+		/* Duplicate of something already executed: answer again. */
 		qp->rctx.ack = true;
 		if (h->opcode == SV_OP_READ_REQ && qp->rctx.pd)
 			exec_read(qp, c, h);
+		else if (h->opcode == SV_OP_CMP_SWP || h->opcode == SV_OP_FETCH_ADD)
+			atomic_again(qp, c, h);
+		return false;
+	}
+	/* Ahead of epsn: requests were lost on the way (only a lossy channel
+	 * loses any).  One NAK per gap (IB's class B error): then new
+	 * requests are dropped until epsn comes again. */
+	if ((c->caps & SV_CAP_LOSSY) && qp->resp == SV_RESP_OPEN && !sv_psn_le(h->psn, qp->epsn)) {
+		sv_info("qp %u: request psn %u, expected %u: sequence error NAK",
+			qp->ibqp.qp_base.qp_num, h->psn, qp->epsn);
+		sv_resp_set(qp, SV_RESP_SEQ_NAKED);
+		sv_xmit_nak(c, qp, qp->epsn, SV_NAK_SEQ, 0);
 	}
 	return false;
 }

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "transport/fault/fault.h"
 #include "transport/transport.h"
 #include "util/log.h"
 
@@ -68,6 +69,10 @@ struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool co
 	sv_conn_tune_socket(fd);
 	c->want_out = !connected;
 	c->wake_fd = c->peer_wake_fd = -1;
+	if (sv_fault_stream_attach(c, ops == &sv_tcp_ops ? SV_FAULT_TCP : SV_FAULT_UNIX)) {
+		free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -78,6 +83,7 @@ int sv_conn_start(struct sv_conn *c)
 
 void sv_conn_free_unstarted(struct sv_conn *c)
 {
+	sv_fault_stream_free(c);
 	close(c->h.fd);
 	pthread_mutex_destroy(&c->watch_lock);
 	free(c);
@@ -173,6 +179,7 @@ void sv_conn_close(struct sv_conn *c)
 	if (!c || c->closed)
 		return;
 	node = c->node;
+	sv_fault_stream_close(c);
 	__atomic_store_n(&c->closed, true, __ATOMIC_RELEASE);
 	c->dead = true;
 	if (c->ops->close)
@@ -227,6 +234,7 @@ void sv_conn_reap(struct sv_node *node)
 		sv_shm_chan_destroy(&c->shm);
 		sv_peer_maps_clear(&c->peer_maps);
 		sv_seg_unmap(c->peer_seg);
+		sv_fault_stream_free(c);
 		pthread_mutex_destroy(&c->watch_lock);
 		free(c);
 	}
@@ -234,12 +242,21 @@ void sv_conn_reap(struct sv_node *node)
 
 ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n)
 {
+	if (__builtin_expect(c->caps & SV_CAP_LOSSY, 0))     /* (a flag in a hot line) */
+		return sv_fault_stream_writev(c, iov, n);
 	return c->ops->writev(c, iov, n);
 }
 
 ssize_t sv_conn_readv(struct sv_conn *c, const struct iovec *iov, int n)
 {
+	if (__builtin_expect(c->caps & SV_CAP_LOSSY, 0))
+		return sv_fault_stream_readv(c, iov, n);
 	return c->ops->readv(c, iov, n);
+}
+
+bool sv_conn_input_pending(const struct sv_conn *c)
+{
+	return sv_fault_stream_pending(c);
 }
 
 /* A socket's answer, as the ops report it: written bytes, 0 when full

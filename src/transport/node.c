@@ -18,6 +18,7 @@
 #include "transport/shm/segment.h"
 #include "transport/unix/mcast.h"
 #include "transport/unix/sock.h"
+#include "transport/fault/fault.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -624,10 +625,17 @@ struct sv_qp *sv_node_lookup_qp(struct sv_node *node, uint32_t qpn)
 
 static struct sv_node *node_create(const struct sv_upcalls *up)
 {
-	struct sv_node *node = calloc(1, sizeof(*node));
+	struct sv_node *node;
 
+	if (!sv_fault_env())
+		return NULL;         /* a malformed SOFTVERBS_FAULT (said on stderr) */
+	node = calloc(1, sizeof(*node));
 	if (!node)
 		return NULL;
+	if (sv_fault_dgram_attach(node)) {
+		free(node);
+		return NULL;
+	}
 	node->up = up;
 	pthread_mutex_init(&node->lock, NULL);
 	pthread_cond_init(&node->cond, NULL);
@@ -653,6 +661,7 @@ static struct sv_node *node_create(const struct sv_upcalls *up)
 			close(node->wake_h.fd);
 		free(node->udp_buf);
 		sv_dgrings_free(node);
+		sv_fault_dgram_free(node);
 		free(node);
 		return NULL;
 	}
@@ -679,6 +688,7 @@ static void node_destroy(struct sv_node *node)
 	close(node->wake_h.fd);
 	close(node->epfd);
 	free(node->udp_buf);
+	sv_fault_dgram_free(node);
 	pthread_mutex_destroy(&node->lock);
 	pthread_cond_destroy(&node->cond);
 	free(node);

@@ -104,6 +104,7 @@ struct sv_node {
 	bool ticking;                /* the progress thread ticks for spinning pollers */
 	uint8_t *udp_buf;            /* progress thread's datagram buffer */
 	struct sv_dgrings *dgr;      /* same-host UD rings (shm/dgring.c) */
+	struct sv_fault_dgram *fault_dgram;   /* SOFTVERBS_FAULT's for datagrams, else NULL */
 };
 
 const struct sv_addr_plan *sv_addr_plan(void);       /* wire/addr.h */

@@ -27,7 +27,8 @@
 #include "wire/proto.h"
 
 #define SV_PLACE_MAX_SEG 34     /* max_sge + GRH area + inline */
-#define SV_UDP_BUF (sizeof(struct sv_wire_hdr) + SV_WIRE_MTU)
+/* the largest datagram: a header, an MTU, a fault trailer (transport/fault/) */
+#define SV_UDP_BUF (sizeof(struct sv_wire_hdr) + SV_WIRE_MTU + 4)
 
 struct sv_qp;
 
@@ -47,6 +48,9 @@ enum sv_chan_cap {
 	/* a spinning poller may take its input from the progress thread, and
 	 * a read that comes back short has emptied it (engine/drive.c) */
 	SV_CAP_SPIN_TAKE = 1u << 5,
+	/* frames may be lost or duplicated (SOFTVERBS_FAULT, transport/fault/):
+	 * RC retransmits on timeout and NAKs a gap (engine/comp.c, resp.c) */
+	SV_CAP_LOSSY     = 1u << 6,
 };
 
 /* What the engine says of the input a channel holds, for the transport's
@@ -99,6 +103,7 @@ struct sv_chan_ops {
 extern const struct sv_chan_ops sv_tcp_ops, sv_unix_ops, sv_ring_ops;
 
 struct sv_qpchan;
+struct sv_fault_stream;
 struct sv_conn {
 	struct sv_handler h;
 	const struct sv_chan_ops *ops;
@@ -147,6 +152,9 @@ struct sv_conn {
 	pthread_mutex_t watch_lock;  /* orders changes of the progress thread's events */
 	uint8_t spin_off;            /* input left to pollers spinning on its CQs (count) */
 	uint32_t deferred;           /* events left to the QP lock's holder (engine/recv.c) */
+
+	/* SOFTVERBS_FAULT's filter (transport/fault/), with SV_CAP_LOSSY; else NULL */
+	struct sv_fault_stream *fault;
 };
 
 /* A channel's capabilities, for threads that may not hold its QP's lock
@@ -190,6 +198,9 @@ void sv_conn_rewatch(struct sv_conn *c);
 ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n);
 ssize_t sv_conn_read(struct sv_conn *c, void *buf, size_t len);
 ssize_t sv_conn_readv(struct sv_conn *c, const struct iovec *iov, int n);
+/* Bytes already read wait in the channel (a fault filter's checked frames):
+ * read on, the socket will not say so. */
+bool sv_conn_input_pending(const struct sv_conn *c);
 int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct sv_conn **out);
 int sv_conn_connect_local(struct sv_node *node, uint16_t port, struct sv_conn **out);
 /* Switch a channel to its rings (both ends, after HELLO/HELLO_ACK). */

@@ -6,11 +6,14 @@
  *   SOFTVERBS_DEBUG=N           log level on stderr
  *   SOFTVERBS_PCAP=DIR          write a packet capture of each process to DIR (engine/capture.c)
  *   SOFTVERBS_PENDING_MAX=N     inbound connections awaiting their handshake, per port group (256: one per QP)
+ *   SOFTVERBS_FAULT=SPEC        faults injected below the reliability layer (docs/observability.md)
  */
 #ifndef SV_UTIL_ENV_H
 #define SV_UTIL_ENV_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 const char *sv_env_str(const char *name);
 int sv_env_int(const char *name, int dflt);
@@ -19,5 +22,22 @@ bool sv_force_tcp(void);                    /* SOFTVERBS_TRANSPORT=tcp */
 bool sv_cma_disabled(void);                 /* SOFTVERBS_NO_CMA=1 */
 int sv_pending_max(void);                   /* SOFTVERBS_PENDING_MAX, at least 1 */
 const char *sv_pcap_dir(void);              /* SOFTVERBS_PCAP, or NULL */
+
+/* SOFTVERBS_FAULT: "[KINDS:]KEY=VALUE,...;..." where KINDS is tcp, unix,
+ * udp joined by '+' (none: all three), KEY drop, dup, corrupt, delay (a
+ * probability per frame, 0 to 1) or seed (an integer).  A kind may be
+ * named by one group only. */
+enum sv_fault_kind { SV_FAULT_TCP, SV_FAULT_UNIX, SV_FAULT_UDP, SV_FAULT_NKINDS };
+struct sv_fault_conf {
+	bool on;
+	/* probabilities as thresholds of a 32-bit draw: p * 2^32 (1: always) */
+	uint64_t drop, dup, corrupt, delay;
+	uint64_t seed;
+};
+/* 0, or -1 with the reason in err. */
+int sv_fault_parse(const char *spec, struct sv_fault_conf conf[SV_FAULT_NKINDS],
+		   char *err, size_t errlen);
+/* The environment's, parsed once; NULL (reason on stderr) if malformed. */
+const struct sv_fault_conf *sv_fault_env(void);
 
 #endif

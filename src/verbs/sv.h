@@ -355,12 +355,18 @@ void sv_link_set(struct sv_qp *qp, enum sv_link_state s);
 /* Requester WQE states' names (engine/comp.c). */
 const char *sv_swqe_state_name(enum sv_swqe_state s);
 
+#define SV_ATOMIC_SEEN SV_MAX_RD_ATOM   /* atomic results kept for duplicates: a
+					* requester has no more in flight */
+
 /* The RC responder (engine/resp.c).  UC and UD stay OPEN. */
 enum sv_resp_state {
 	SV_RESP_OPEN,                /* takes the request at epsn */
 	SV_RESP_HOLDING,             /* a SEND on a ring waits for a receive, up to the RNR timer */
 	SV_RESP_HOLD_OVER,           /* it waited the whole timer: it gets its RNR NAK */
 	SV_RESP_NAKED,               /* RNR NAK sent: drop requests until epsn comes again */
+	/* sequence NAK sent (a lossy channel lost requests): drop new requests
+	 * until epsn comes again, still answering duplicates */
+	SV_RESP_SEQ_NAKED,
 	SV_RESP_NSTATES
 };
 /* engine/resp.c: the responder's name, and its one door (changes logged). */
@@ -454,6 +460,16 @@ struct sv_qp {
 
 	char last_err[256];          /* the last error, explained (sv_qp_explain) */
 	struct svst_qp *st;          /* its status record (engine/status.c) */
+
+	/* responder: the latest atomics' results, answered again to a
+	 * duplicate (a lost response) instead of executing it twice (resp.c);
+	 * kept out of the hot fields above */
+	struct {
+		uint32_t psn;
+		bool valid;
+		uint64_t orig;
+	} atomic_seen[SV_ATOMIC_SEEN];
+	uint32_t atomic_seen_next;
 };
 
 struct sv_comp_channel;

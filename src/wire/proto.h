@@ -56,6 +56,8 @@ enum {
 				     * takes requests and answers them on it */
 	SV_WF_SHORT     = 1 << 6,   /* va, data0 and data1 are 0 and not sent: the
 				     * header is SV_WIRE_SHORT_LEN bytes (rings only) */
+	SV_WF_CRC       = 1 << 7,   /* a CRC32C of the frame follows its payload (4
+				     * bytes, not in len): fault injection only */
 };
 
 /* Scatter/gather entries per request: the device's max_sge, and the most
@@ -77,6 +79,8 @@ enum sv_nak {
 	SV_NAK_INV_REQ,          /* invalid request -> IBV_WC_REM_INV_REQ_ERR */
 	SV_NAK_REM_ACCESS,       /* rkey/rights/bounds -> IBV_WC_REM_ACCESS_ERR */
 	SV_NAK_REM_OP,           /* responder-side failure -> IBV_WC_REM_OP_ERR */
+	SV_NAK_SEQ,              /* PSN sequence error: requests from psn were lost
+				  * (lossy channels only), retransmit from it */
 };
 
 struct sv_wire_hdr {

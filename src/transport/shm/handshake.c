@@ -42,7 +42,8 @@ uint64_t sv_conn_rings_offer(struct sv_conn *c)
 {
 	int fd;
 
-	if (sv_force_tcp() || !sv_conn_same_user(c))
+	/* a channel with faults keeps its socket: frames only (transport/fault/) */
+	if (sv_force_tcp() || c->fault || !sv_conn_same_user(c))
 		return 0;
 	fd = sv_shm_chan_create(&c->shm);
 	if (fd < 0)
@@ -59,7 +60,8 @@ uint64_t sv_conn_rings_offer(struct sv_conn *c)
 /* Were rings offered, by a peer of our own user, and do they map? */
 static bool rings_acceptable(struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	if (!(h->flags & SV_WF_SHM) || c->n_rx_fds < 2 || sv_force_tcp() || !sv_conn_same_user(c))
+	if (!(h->flags & SV_WF_SHM) || c->n_rx_fds < 2 || sv_force_tcp() || c->fault ||
+	    !sv_conn_same_user(c))
 		return false;
 	take_wake(c, 2);
 	if (sv_shm_chan_attach(&c->shm, c->rx_fds[0]))

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "transport/fault/fault.h"
 #include "transport/shm/dgring.h"
 #include "transport/transport.h"
 #include "transport/unix/mcast.h"
@@ -15,27 +16,41 @@ static bool is_loopback(struct in_addr a)
 	return (ntohl(a.s_addr) >> 24) == 127;
 }
 
-int sv_dgram_send(struct sv_node *node, uint32_t src_qpn, const struct sockaddr_in *dst,
-		  const struct iovec *iov, int n)
+struct dgram_to {
+	struct sv_node *node;
+	struct sv_pgroup *g;
+	struct sockaddr_in to;
+};
+
+static int dgram_send_now(void *ctx, const struct iovec *iov, int n)
 {
-	struct sv_pgroup *g = sv_node_group_of(node, src_qpn);
-	struct sockaddr_in to = *dst;
-	struct msghdr mh = { .msg_name = &to, .msg_namelen = sizeof(to),
+	struct dgram_to *d = ctx;
+	struct msghdr mh = { .msg_name = &d->to, .msg_namelen = sizeof(d->to),
 			     .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
 
-	if (!g)
-		return -EINVAL;
-	/* Same host resolves to loopback, but UDP sockets hold only the device address. */
-	if (is_loopback(to.sin_addr))
-		to.sin_addr = node->addr;
-	if (to.sin_addr.s_addr == node->addr.s_addr &&
-	    sv_dgring_send(node, g->port, ntohs(to.sin_port), iov, n))
+	if (d->to.sin_addr.s_addr == d->node->addr.s_addr &&
+	    sv_dgring_send(d->node, d->g->port, ntohs(d->to.sin_port), iov, n))
 		return 0;
 	/* UD is unreliable: a full socket buffer drops the datagram, like a fabric. */
-	if (sendmsg(g->udp_h.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+	if (sendmsg(d->g->udp_h.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
 	    errno != EAGAIN && errno != ECONNREFUSED)
 		return -errno;
 	return 0;
+}
+
+int sv_dgram_send(struct sv_node *node, uint32_t src_qpn, const struct sockaddr_in *dst,
+		  const struct iovec *iov, int n)
+{
+	struct dgram_to d = { node, sv_node_group_of(node, src_qpn), *dst };
+
+	if (!d.g)
+		return -EINVAL;
+	/* Same host resolves to loopback, but UDP sockets hold only the device address. */
+	if (is_loopback(d.to.sin_addr))
+		d.to.sin_addr = node->addr;
+	if (__builtin_expect(node->fault_dgram != NULL, 0))
+		return sv_fault_dgram_send(node, iov, n, dgram_send_now, &d, sizeof(d));
+	return dgram_send_now(&d, iov, n);
 }
 
 int sv_dgram_send_mcast(struct sv_node *node, uint32_t src_qpn, const union ibv_gid *mgid,
@@ -63,6 +78,12 @@ bool sv_dgram_frame_ok(const uint8_t *buf, ssize_t r, struct sv_wire_hdr *hdr)
 	if (r < (ssize_t)sizeof(*hdr) || (size_t)r > SV_UDP_BUF)
 		return false;                       /* runt or oversized */
 	memcpy(hdr, buf, sizeof(*hdr));
+	if (__builtin_expect(hdr->flags & SV_WF_CRC, 0)) {     /* a sender's faults */
+		if (!sv_fault_dgram_check(buf, r))
+			return false;
+		hdr->flags &= (uint8_t)~SV_WF_CRC;
+		r -= 4;
+	}
 	return sv_wire_decode(hdr) && hdr->len == (size_t)r - sizeof(*hdr) &&
 	       (hdr->opcode == SV_OP_SEND || hdr->opcode == SV_OP_SEND_IMM);
 }
