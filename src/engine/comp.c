@@ -186,6 +186,14 @@ static void on_ack(struct sv_qp *qp, uint32_t psn)
 		progress_made(qp);
 }
 
+/* One transport retry (a timeout, a sequence NAK, a skipped response),
+ * counted for softverbs status too: are the QP's retries used up? */
+static bool retry_exhausted(struct sv_qp *qp)
+{
+	qp->st->retries++;
+	return ++qp->retries > qp->attr.retry_cnt;
+}
+
 /* A PSN sequence error NAK (a lossy channel lost requests, resp.c): go
  * back to the NAKed request at once.  It counts as a transport retry, as
  * a timeout does (IB's rule as rxe keeps it), and any progress resets it. */
@@ -193,7 +201,7 @@ static void on_seq_nak(struct sv_qp *qp, uint32_t idx)
 {
 	sv_info("qp %u: sequence error NAK for psn %u (retry %u of %u)", qp->ibqp.qp_base.qp_num,
 		sv_sq_at(&qp->sq, idx)->psn, qp->retries + 1, qp->attr.retry_cnt);
-	if (++qp->retries > qp->attr.retry_cnt) {
+	if (retry_exhausted(qp)) {
 		sv_comp_fail(qp, sv_sq_at(&qp->sq, idx), IBV_WC_RETRY_EXC_ERR);
 		return;
 	}
@@ -287,7 +295,7 @@ static void response_skipped(struct sv_qp *qp, uint32_t idx)
 		sv_info("qp %u: response to psn %u skipped: sent again (retry %u of %u)",
 			qp->ibqp.qp_base.qp_num, sv_sq_at(&qp->sq, i)->psn, qp->retries + 1,
 			qp->attr.retry_cnt);
-		if (++qp->retries > qp->attr.retry_cnt) {
+		if (retry_exhausted(qp)) {
 			sv_comp_fail(qp, sv_sq_at(&qp->sq, i), IBV_WC_RETRY_EXC_ERR);
 			return;
 		}
@@ -439,8 +447,7 @@ static void ack_timeout(struct sv_qp *qp, uint64_t now)
 	sv_info("qp %u: ack timeout (retry %u of %u), head %u next %u tail %u link %s",
 		qp->ibqp.qp_base.qp_num, qp->retries + 1, qp->attr.retry_cnt, qp->sq.head,
 		qp->sq.next, qp->sq.tail, sv_link_state_name(qp->link));
-	qp->st->retries++;
-	if (++qp->retries > qp->attr.retry_cnt) {
+	if (retry_exhausted(qp)) {
 		sv_comp_fail(qp, sv_sq_at(&qp->sq, qp->sq.head), IBV_WC_RETRY_EXC_ERR);
 		return;
 	}
