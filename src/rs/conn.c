@@ -433,7 +433,10 @@ static void wait_peer_fin(struct rsock *rs, int ms)
 
 void rs_conn_close(struct rsock *rs)
 {
-	int ms = rs->linger.l_onoff ? rs->linger.l_linger * 1000 : RS_CLOSE_MS;
+	/* SO_LINGER's seconds, clamped so that the milliseconds fit an int */
+	int ms = !rs->linger.l_onoff ? RS_CLOSE_MS :
+		 rs->linger.l_linger < 0 ? 0 :
+		 rs->linger.l_linger > 3600 ? 3600 * 1000 : rs->linger.l_linger * 1000;
 
 	if (rs->state != RS_CONNECTED)
 		return;

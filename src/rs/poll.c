@@ -85,7 +85,7 @@ int rs_wait(struct rsock *rs, int timeout_ms)
 {
 	struct pollfd p = { .fd = rs->fd, .events = POLLIN };
 	uint64_t spin_end = sv_now_ns() + (uint64_t)rs_polling_us() * 1000;
-	int n;
+	int n, err;
 
 	do {
 		if (rs_progress(rs))
@@ -97,12 +97,13 @@ int rs_wait(struct rsock *rs, int timeout_ms)
 	rs->sleepers++;
 	pthread_mutex_unlock(&rs->lock);
 	n = poll(&p, 1, timeout_ms);
+	err = errno;		/* drain's reads must not hide an EINTR */
 	pthread_mutex_lock(&rs->lock);
 	rs->sleepers--;
 	drain(rs);
 	if (n == 0)
 		return rs_errno(ETIMEDOUT);
-	return n < 0 ? -1 : 0;
+	return n < 0 ? rs_errno(err) : 0;
 }
 
 /* ---- rpoll ------------------------------------------------------------ */

@@ -437,7 +437,9 @@ ssize_t rs_stream_recv(struct rsock *rs, const struct iovec *iov, int iovcnt, in
 	size_t want = rs_iov_len(iov, iovcnt), done = 0;
 	bool block = !rs->nonblock && !(flags & MSG_DONTWAIT);
 
-	if (rs->state < RS_CONNECTED && !(rs->state > RS_IDLE && rs->state < RS_CONNECTED))
+	/* a connection on its way may be waited for; an idle or listening
+	 * socket has none, as recv(2) says */
+	if (rs->state < RS_RESOLVING_ADDR)
 		return rs_errno(ENOTCONN);
 	for (;;) {
 		rs_cq_progress(rs);
@@ -505,7 +507,11 @@ static ssize_t send_loop(struct rsock *rs, const struct iovec *iov, int iovcnt, 
 {
 	size_t total = rs_iov_len(iov, iovcnt), sent = 0;
 	bool block = !rs->nonblock && !(flags & MSG_DONTWAIT);
+	int why0 = total ? 0 : send_block(rs, false);
 
+	/* nothing to send still needs a connection (send(2) of 0 bytes) */
+	if (why0 && why0 != EAGAIN)
+		return rs_errno(why0);
 	while (sent < total) {
 		size_t len = total - sent;
 		int why = send_block(rs, need_credit);

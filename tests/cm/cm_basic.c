@@ -13,6 +13,9 @@
 #include <sys/socket.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 #include <rdma/rsocket.h>
 
 #define PORT 27100
@@ -347,6 +350,32 @@ static short rs_wait_for(int fd, short events)
 	return p.revents;
 }
 
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void *send_usr1(void *main_thread)
+{
+	usleep(100 * 1000);
+	pthread_kill(*(pthread_t *)main_thread, SIGUSR1);
+	return NULL;
+}
+
+/* A signal ends a blocking rrecv with EINTR, as recv(2) without SA_RESTART. */
+static void rsocket_eintr(int s)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	pthread_t self = pthread_self(), t;
+	char buf[4];
+
+	CHECK(!rfcntl(s, F_SETFL, 0));
+	CHECK(!sigaction(SIGUSR1, &sa, NULL));
+	CHECK(!pthread_create(&t, NULL, send_usr1, &self));
+	CHECK_ERR(rrecv(s, buf, 4, 0), EINTR);
+	CHECK(!pthread_join(t, NULL));
+}
+
 /* rsockets in one process: errors, a nonblocking connect and accept,
  * a verified stream both ways, half-close, names and options. */
 static void test_rsocket(void)
@@ -369,11 +398,13 @@ static void test_rsocket(void)
 	CHECK(a.sin_port != 0);
 	CHECK(!rfcntl(l, F_SETFL, O_NONBLOCK));
 	CHECK_ERR(raccept(l, NULL, NULL), EAGAIN);
+	CHECK_ERR(rrecv(l, buf, 4, 0), ENOTCONN);	/* a listener has no stream */
 
 	CHECK((c = rsocket(AF_INET, SOCK_STREAM, 0)) >= 0);
 	CHECK(!rfcntl(c, F_SETFL, O_NONBLOCK));
 	CHECK(rfcntl(c, F_GETFL) & O_NONBLOCK);
 	CHECK_ERR(rsend(c, buf, 4, 0), ENOTCONN);
+	CHECK_ERR(rsend(c, buf, 0, 0), ENOTCONN);
 	CHECK_ERR(rconnect(c, (struct sockaddr *)&a, sizeof(a)), EINPROGRESS);
 	/* nothing runs in the background: rpoll drives both ends */
 	s = -1;
@@ -390,6 +421,7 @@ static void test_rsocket(void)
 	CHECK(!rgetsockopt(c, SOL_SOCKET, SO_ERROR, &v, &al) && v == 0);
 	al = sizeof(b);
 	CHECK(!rgetpeername(s, (struct sockaddr *)&b, &al) && b.sin_family == AF_INET);
+	rsocket_eintr(s);
 
 	for (size_t i = 0; i < sizeof(out); i++)
 		out[i] = (uint8_t)(i * 7 + 3);
