@@ -470,7 +470,10 @@ void sv_capture_rx(struct sv_conn *c)
 
 	if (!c->qc->qp)
 		return;
-	if (h->flags & SV_WF_PULL) {       /* written when pulled (sv_capture_pulled) */
+	/* a pulled SEND is written when pulled (sv_capture_pulled); the flag
+	 * means something else on a HELLO_ACK, which is no packet at all */
+	if ((h->flags & SV_WF_PULL) && sv_op_info(h->opcode) &&
+	    (sv_op_info(h->opcode)->flags & SV_OPF_RECV)) {
 		pthread_mutex_lock(&cap.lock);
 		ctx_init(&x, c->qc->qp, false);
 		if (x.q) {
