@@ -176,10 +176,10 @@ refused)
 	# service would, and with SOFTVERBS_DEBUG=1 says so in words.
 	need rdma_client
 	SV_RUN_ENV+=(SOFTVERBS_DEBUG=1)
-	run_client rdma_client -s 127.0.0.1 -p 27505
+	run_client rdma_client -s 127.0.0.1 -p 27509
 	[ "$CLI_RC" != 0 ] || fail "rdma_client connected to nobody"
 	grep -q 'rdma_connect: Connection refused' "$CLI" || fail "no ECONNREFUSED from rdma_connect"
-	grep -q '127.0.0.1:27505: nobody listens there .*RDMA_CM_EVENT_REJECTED status 8' "$CLI" ||
+	grep -q '127.0.0.1:27509: nobody listens there .*RDMA_CM_EVENT_REJECTED status 8' "$CLI" ||
 		fail "no line naming why the connection was refused"
 	grep 'nobody listens' "$CLI" ;;
 xrc_rc)
