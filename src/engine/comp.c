@@ -60,7 +60,6 @@ void sv_comp_reap(struct sv_qp *qp)
 		}
 		qp->sq.head++;
 	}
-	sv_stat_sq_done(qp);
 }
 
 SV_NAME_TABLE(sv_swqe_state_name, enum sv_swqe_state, SV_SWQE_NSTATES,
@@ -499,7 +498,8 @@ static uint64_t qp_next_deadline(const struct sv_qp *qp)
 {
 	uint64_t d = 0;
 	const uint64_t c[] = { qp->ack_deadline, qp->rnr_deadline, qp->link_deadline,
-			       qp->gone_deadline, qp->ack_held_deadline, qp->rnr_hold_deadline };
+			       qp->gone_deadline, qp->ack_held_deadline, qp->rnr_hold_deadline,
+			       qp->stat_deadline };
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		if (c[i] && (!d || c[i] < d))
@@ -554,6 +554,10 @@ void sv_engine_on_timer(void *owner, uint64_t now)
 		held_ack_timer(qp);
 	if (qp->rnr_hold_deadline && now >= qp->rnr_hold_deadline)
 		sv_resp_rnr_hold_timer(qp, now);
+	if (qp->stat_deadline && now >= qp->stat_deadline) {
+		qp->stat_deadline = 0;
+		sv_stat_flush(qp);
+	}
 	if (qp->ack_deadline && now >= qp->ack_deadline && qp->attr.qp_state != IBV_QPS_ERR) {
 		/* The ACK may be waiting, unread, for a poller that spun on
 		 * the channel and went away: a NIC would have taken it. */

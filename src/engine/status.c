@@ -2,7 +2,7 @@
  * A QP's record in this process's status file (status/format.h): its
  * descriptive part, rewritten under the record's seqlock whenever the QP's
  * state, link, channels or last error change (all under the QP lock), and
- * the table the per-frame counters (stat.h) index by.
+ * the counters' runs (stat.h) added into it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -79,12 +79,46 @@ void sv_engine_status_qp(struct sv_qp *qp)
 	}
 	memcpy(r->last_err, qp->last_err, sizeof(r->last_err));
 	r->last_err[sizeof(r->last_err) - 1] = 0;
+	svst_write_end(&r->h);
+	sv_stat_flush(qp);
+}
+
+void sv_stat_run_end(struct sv_qp *qp, int dir)
+{
+	struct sv_tally *t = &qp->tally[dir];
+	struct svst_ctr *k = &(dir == SV_TALLY_TX ? qp->st->tx : qp->st->rx)[t->op];
+
+	k->msgs += t->n;
+	k->bytes += t->bytes;
+	if (t->chan == SV_TALLY_DIRECT)
+		qp->st->direct += t->n;
+	else if (dir == SV_TALLY_TX)
+		qp->st->chan_tx[t->chan] += t->n;
+	else
+		qp->st->chan_rx[t->chan] += t->n;
+	t->n = 0;
+	t->bytes = 0;
+}
+
+/* A run began: the QP's timer ends it within SV_STAT_LAG_NS (comp.c). */
+void sv_stat_arm(struct sv_qp *qp)
+{
+	qp->stat_deadline = sv_now_ns() + SV_STAT_LAG_NS;
+	sv_qp_timer_update(qp);
+}
+
+void sv_stat_flush(struct sv_qp *qp)
+{
+	struct svst_qp *r = qp->st;
+
+	for (int dir = SV_TALLY_TX; dir <= SV_TALLY_RX; dir++)
+		if (qp->tally[dir].n)
+			sv_stat_run_end(qp, dir);
 	sv_stat_psns(r, qp);
 	r->sq.posted = qp->sq.tail;
-	sv_stat_sq_done(qp);
+	r->sq.done = qp->sq.head;
 	r->rq.posted = qp->rq.tail;
 	r->rq.done = qp->rq.head;
-	svst_write_end(&r->h);
 }
 
 void sv_engine_status_open(void)

@@ -20,8 +20,8 @@
  * a reader copies the slot and keeps the copy only if `seq` was even and
  * unchanged around it (src/cli/status_read.c).  The
  * live fields (counters, queue indices, PSNs) are single aligned words the
- * owner stores with plain writes on its fast paths; a reader takes them as
- * they are.  The reader never writes: it takes no lock the process needs.
+ * owner stores with plain writes (a QP's, within 100 ms of its traffic:
+ * engine/stat.h); a reader takes them as they are.  The reader never writes: it takes no lock the process needs.
  */
 #ifndef SV_STATUS_FORMAT_H
 #define SV_STATUS_FORMAT_H
@@ -129,9 +129,9 @@ static_assert(sizeof(struct svst_chan) == 24, "svst_chan layout");
 
 #define SVST_ERR_LEN 256
 
-/* A frame touches two cache lines of its QP's record: the line of live
- * words every frame updates (`hot`, 64-byte aligned as slots are), and
- * its operation's counters. */
+/* A run of frames (engine/stat.h) touches three cache lines of its QP's
+ * record: the line of live words every run updates (64-byte aligned as
+ * slots are), its operation's counters, and `direct` for direct runs. */
 struct svst_qp {
 	struct svst_rec h;
 	/* descriptive */

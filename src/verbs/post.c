@@ -175,7 +175,6 @@ int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr)
 	w->psn_set = false;         /* a PSN is taken when it first goes on the wire */
 	w->state = SV_SWQE_POSTED;
 	sq->tail++;
-	qp->st->sq.posted = sq->tail;
 	return 0;
 }
 

@@ -338,6 +338,16 @@ struct sv_sq {
 	uint32_t tail;               /* next free slot */
 };
 
+/* A run of one operation on one channel, counted in the QP's own memory
+ * and added to its status record when the run ends (engine/stat.h). */
+struct sv_tally {
+	uint8_t op;                  /* enum svst_op */
+	uint8_t chan;                /* svst chan index, or SV_TALLY_DIRECT */
+	uint16_t n;                  /* messages; 0: no run */
+	uint32_t pad;
+	uint64_t bytes;
+};
+
 /* Connection-level state of an RC/UC QP towards its one peer QP. */
 enum sv_link_state {
 	SV_LINK_IDLE,                /* not connected, nothing to do */
@@ -383,6 +393,7 @@ struct sv_qp {
 	int attr_mask_set;
 	bool sq_sig_all;
 	struct sv_sq sq;
+	struct sv_tally tally[2];    /* [0] sent, [1] received (engine/stat.h) */
 	struct sv_rq rq;
 	struct sv_cq *scq, *rcq;     /* an XRC target's: its current request's SRQ's */
 	struct sv_srq *srq;          /* an XRC target's: its last request's, held until the
@@ -404,6 +415,7 @@ struct sv_qp {
 	uint64_t link_deadline;      /* ns; reconnect */
 	uint64_t gone_deadline;      /* ns; link lost: ERR unless it is back by then */
 	uint64_t ack_held_deadline;  /* ns; responder: look at the held ACK then */
+	uint64_t stat_deadline;      /* ns; the counters' runs go to the record (stat.h) */
 	uint32_t ack_held_takes;     /* its channels' ack_takes when the timer last looked */
 	bool rnr_wait;
 	enum sv_link_state link;
