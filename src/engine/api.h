@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <netinet/in.h>
 
+#include "util/guard.h"
 #include "verbs/sv.h"
 #include "wire/addr.h"
 
@@ -94,11 +95,24 @@ void sv_engine_spin_end(struct sv_node *node, struct sv_cq *cq);
 /* A poll found completions: the spin goes on while its channels are taken. */
 void sv_engine_spin_found(struct sv_node *node, struct sv_cq *cq);
 
-void sv_engine_wait_drivers(struct sv_node *node);
-/* An application thread about to run the engine (post, modify): channels it
- * may close stay allocated until it leaves. */
-void sv_engine_enter(struct sv_node *node);
-void sv_engine_leave(struct sv_node *node);
+/* An application thread about to run the engine (post, poll, modify):
+ * channels it may find or close stay allocated until it leaves
+ * (util/guard.h); the progress thread frees them only when no thread is
+ * inside, and ibv_destroy_qp waits for that (sv_engine_wait_drivers). */
+static inline void sv_engine_enter(struct sv_node *node)
+{
+	sv_guard_enter();
+}
+
+static inline void sv_engine_leave(struct sv_node *node)
+{
+	sv_guard_leave();
+}
+
+static inline void sv_engine_wait_drivers(struct sv_node *node)
+{
+	sv_guard_wait();
+}
 
 /* verbs entry points; caller holds qp->lock */
 void sv_req_kick(struct sv_qp *qp);              /* transmit what can go */

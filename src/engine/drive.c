@@ -5,7 +5,7 @@
  * processes starve it).  Ring channels are checked in memory, socket
  * channels through the CQ's own epoll set, UD through the port group's
  * datagram socket.  Channels an application thread may touch stay allocated
- * while it is inside (node->drivers): the progress thread frees closed
+ * while it is inside (sv_engine_enter): the progress thread frees closed
  * channels only when no application thread is driving.
  *
  * The contract, all of it here:
@@ -392,7 +392,7 @@ bool sv_engine_poller_active(struct sv_conn *c, uint64_t now)
 
 /* ACKs held for a request to carry (engine/xmit.c) go now: the
  * application waits (an empty poll, an armed CQ) or does something else.
- * Collected under the CQ's lock, served without it (node->drivers keeps
+ * Collected under the CQ's lock, served without it (sv_engine_enter keeps
  * the channels allocated meanwhile). */
 static int collect_held(struct sv_cq *cq, struct sv_conn **held, int k, int max)
 {
@@ -452,7 +452,7 @@ static bool ring_ready(struct sv_conn *c)
  * that none waits for ever.  The list is copied under the lock in chunks
  * and looked at without it: a look at many rings is long, and a channel
  * coming up waits for that lock (docs/measurements.md, 'Ring scan';
- * node->drivers keeps the channels and their rings mapped meanwhile). */
+ * sv_engine_enter keeps the channels and their rings mapped meanwhile). */
 #define SV_DRIVE_CHUNK 128
 
 /* Returns how many ready rings it left to others (drive_one). */
@@ -495,9 +495,9 @@ void sv_engine_release_acks(struct sv_node *node, struct sv_cq *cq)
 {
 	if (!__atomic_load_n(&cq->acks_held, __ATOMIC_RELAXED))
 		return;
-	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	sv_engine_enter(node);
 	release_held_acks(cq);
-	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	sv_engine_leave(node);
 }
 
 /* The application does something else than the ping-pong's post and poll
@@ -521,7 +521,7 @@ void sv_engine_release_all_acks(struct sv_node *node)
 	if (!__atomic_load_n(&drv.acks_held, __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n(&drv.acks_held, false, __ATOMIC_SEQ_CST);
-	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	sv_engine_enter(node);
 	pthread_mutex_lock(&drv.lock);
 	sv_list_for_each_safe(pos, tmp, &drv.cqs) {
 		cq = sv_container_of(pos, struct sv_cq, spin_link);
@@ -538,7 +538,7 @@ void sv_engine_release_all_acks(struct sv_node *node)
 		if (cq)                  /* else closed meanwhile */
 			serve_held(cq, &held[i], 1);
 	}
-	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	sv_engine_leave(node);
 }
 
 /* A thread is about to sleep for the CQ (on; again each time it sleeps), or
@@ -586,7 +586,7 @@ void sv_engine_cq_sleep(struct sv_node *node, struct sv_cq *cq)
  * softirq delivers into it; epoll looks without that lock
  * (docs/measurements.md, 'Hot channel').  `hot` is changed under
  * drive_lock and only to a channel still here, and cleared when it leaves
- * (forget_in); node->drivers keeps it allocated while we use it.
+ * (forget_in); sv_engine_enter keeps it allocated while we use it.
  */
 #define SV_HOT_EVERY 8
 
@@ -645,7 +645,7 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 	struct epoll_event evs[16];
 	int n;
 
-	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	sv_engine_enter(node);
 	if (__atomic_load_n(&cq->acks_held, __ATOMIC_RELAXED))
 		release_held_acks(cq);
 	/* its event fired (or was never armed): the sleeper polls again */
@@ -675,7 +675,7 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 				hot_set(cq, evs[i].data.ptr);
 		}
 	}
-	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
+	sv_engine_leave(node);
 }
 
 void sv_engine_stop_polling(struct sv_cq *cq)
@@ -691,21 +691,6 @@ void sv_engine_stop_polling(struct sv_cq *cq)
 		sv_dgram_stop_polling(to_sctx(cq->ibcq.context)->node);
 }
 
-void sv_engine_enter(struct sv_node *node)
-{
-	__atomic_add_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
-}
-
-void sv_engine_leave(struct sv_node *node)
-{
-	__atomic_sub_fetch(&node->drivers, 1, __ATOMIC_SEQ_CST);
-}
-
-void sv_engine_wait_drivers(struct sv_node *node)
-{
-	while (__atomic_load_n(&node->drivers, __ATOMIC_SEQ_CST))
-		sched_yield();
-}
 
 /* UD QPs: pollers of the receive CQ drain the port group's socket too, and
  * the rings from this host's processes. */

@@ -16,6 +16,7 @@
 
 #include "transport/fault/fault.h"
 #include "transport/transport.h"
+#include "util/guard.h"
 #include "util/log.h"
 
 /* Socket options for a stream channel (TCP or unix: the TCP ones fail
@@ -204,10 +205,10 @@ void sv_conn_close(struct sv_conn *c)
 	pthread_mutex_unlock(&node->lock);
 }
 
-/* Frees what was closed, unless an application thread drives channels:
- * it may hold pointers to them.  The graveyard is taken first, the drivers
- * counted after: a driver that found a channel before it was closed (and
- * buried) is counted by then. */
+/* Frees what was closed, unless an application thread is inside a guard
+ * (util/guard.h): it may hold pointers to them.  The graveyard is taken
+ * first, the guards looked at after: a thread that found a channel before
+ * it was closed (and buried) is seen inside by then. */
 void sv_conn_reap(struct sv_node *node)
 {
 	struct sv_list dead, *pos, *tmp;
@@ -219,7 +220,9 @@ void sv_conn_reap(struct sv_node *node)
 		sv_list_add_tail(&dead, pos);
 	}
 	pthread_mutex_unlock(&node->lock);
-	if (__atomic_load_n(&node->drivers, __ATOMIC_SEQ_CST)) {
+	if (sv_list_empty(&dead))
+		return;
+	if (!sv_guard_quiet()) {
 		pthread_mutex_lock(&node->lock);
 		sv_list_for_each_safe(pos, tmp, &dead) {
 			sv_list_del(pos);

@@ -409,9 +409,7 @@ static void *progress_main(void *arg)
 			h->fn(h, evs[i].events);
 		}
 		run_cmds(node);
-		/* Application threads driving channels may hold pointers to them. */
-		if (!__atomic_load_n(&node->drivers, __ATOMIC_SEQ_CST))
-			sv_conn_reap(node);
+		sv_conn_reap(node);      /* what no application thread can hold */
 		if (__atomic_load_n(&node->stop, __ATOMIC_ACQUIRE))
 			break;
 	}

@@ -99,7 +99,6 @@ struct sv_node {
 	struct sv_list cmds;
 	struct sv_list graveyard;    /* closed conns (node lock) */
 	struct sv_list shm_conns;    /* ring channels (node lock) */
-	int drivers;                 /* application threads inside sv_engine_drive */
 	bool rings_left;             /* progress thread left ready rings to a poller */
 	bool ticking;                /* the progress thread ticks for spinning pollers */
 	uint8_t *udp_buf;            /* progress thread's datagram buffer */

@@ -831,8 +831,8 @@ static void run_stream(const uint8_t *data, size_t size)
 	make_pair(p.sp, false);
 
 	/* Hold off the progress thread's reaping: a channel that closes while
-	 * we drive it stays readable until we are done (node->drivers). */
-	__atomic_add_fetch(&F.node->drivers, 1, __ATOMIC_SEQ_CST);
+	 * we drive it stays readable until we are done (util/guard.h). */
+	sv_guard_enter();
 	/* A same-host socket of our own user: its peer is trusted once the
 	 * HELLO names the QP's peer (engine/verify.c), so the input reaches
 	 * the responder. */
@@ -843,7 +843,7 @@ static void run_stream(const uint8_t *data, size_t size)
 	 * closed by the QP's reset below. */
 	if (!c->closed && !c->qc->qp)
 		sv_conn_close(c);
-	__atomic_sub_fetch(&F.node->drivers, 1, __ATOMIC_SEQ_CST);
+	sv_guard_leave();
 
 	qp_fresh(F.rc, 0);
 	qp_fresh(F.uc, 0);
@@ -963,14 +963,14 @@ static void run_stranger(const uint8_t *data, size_t size)
 	/* Self-test 3: a socket of our own user, trusted as such. */
 	is_unix = make_pair(p.sp, fds & FZ_FOREIGN_UNIX) || F.selftest == 3;
 
-	__atomic_add_fetch(&F.node->drivers, 1, __ATOMIC_SEQ_CST);
+	sv_guard_enter();
 	c = accept_channel(p.sp[0], is_unix);
 	off = send_first(&p, fds, F.buf, size);
 	drive(c, &p, F.buf, size, off);
 	if (c->qc->qp || c->closed)
 		check_unbound(c);
 	close_channel(c);
-	__atomic_sub_fetch(&F.node->drivers, 1, __ATOMIC_SEQ_CST);
+	sv_guard_leave();
 
 	close(p.sp[1]);
 	if (p.have_ring)
@@ -1200,8 +1200,8 @@ static void run_resp(const uint8_t *data, size_t size)
 	fd = accept_requester(F.rc);
 
 	/* Take the channel over from the progress thread (as in run_stream,
-	 * node->drivers keeps a closed channel from being freed under us). */
-	__atomic_add_fetch(&F.node->drivers, 1, __ATOMIC_SEQ_CST);
+	 * the guard keeps a closed channel from being freed under us). */
+	sv_guard_enter();
 	pthread_mutex_lock(&sqp->lock);
 	c = sqp->out;
 	if (!c || c->closed)
@@ -1245,7 +1245,7 @@ static void run_resp(const uint8_t *data, size_t size)
 		idle = progress ? 0 : idle + 1;
 	}
 	qp_fresh(F.rc, 0);           /* closes the channel, if it is still open */
-	__atomic_sub_fetch(&F.node->drivers, 1, __ATOMIC_SEQ_CST);
+	sv_guard_leave();
 	drain_cq();
 	close(fd);
 	quiesce();

@@ -289,7 +289,7 @@ static void expect_no_output(struct fake *f)
 /*
  * Serve the channel as the progress thread would on EPOLLIN, until it
  * reads nothing more and writes nothing more, or the library closed it.
- * We count as a driver meanwhile (node->drivers): a channel the library
+ * We are inside a guard meanwhile (sv_engine_enter): a channel the library
  * closes stays allocated until we leave (transport/conn.c, sv_conn_reap).
  */
 static unsigned drive(struct fake *f)
