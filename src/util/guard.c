@@ -19,6 +19,22 @@ static struct {
 	pthread_once_t once;
 } reg = { .lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT };
 
+/* The reader-writer guard (guard.h).  TSan cannot see membarrier's
+ * fences: that build takes an ordinary rwlock. */
+static struct {
+	uint32_t writer;             /* a writer is active (or waits for readers) */
+	struct sv_guard_slot *owner; /* its slot */
+	pthread_mutex_t wmutex;      /* held by the writer throughout */
+#ifdef SV_TSAN
+	pthread_rwlock_t rw;
+#endif
+} rwg = {
+	.wmutex = PTHREAD_MUTEX_INITIALIZER,
+#ifdef SV_TSAN
+	.rw = PTHREAD_RWLOCK_INITIALIZER,
+#endif
+};
+
 static bool membarrier_register(void)
 {
 	return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
@@ -42,8 +58,14 @@ static void atfork_child(void)
 	for (struct sv_guard_slot *s = reg.slots; s; s = s->next)
 		if (s != sv_guard_self) {
 			s->inside = 0;
+			s->reading = 0;
 			s->taken = 0;
 		}
+	if (rwg.owner != sv_guard_self) {        /* a writer that is gone here */
+		pthread_mutex_init(&rwg.wmutex, NULL);
+		rwg.writer = 0;
+		rwg.owner = NULL;
+	}
 	if (!sv_guard_fence_on_entry && !membarrier_register())
 		__atomic_store_n(&sv_guard_fence_on_entry, true, __ATOMIC_SEQ_CST);
 }
@@ -80,15 +102,30 @@ struct sv_guard_slot *sv_guard_register(void)
 	return s;
 }
 
-bool sv_guard_quiet(void)
+/* Every running thread's stores before its next loads, as seen from here. */
+static void fence_all(void)
 {
-	bool quiet = true;
-
 #ifndef SV_TSAN            /* (there entering is a seq_cst read-modify-write) */
 	if (__atomic_load_n(&sv_guard_fence_on_entry, __ATOMIC_RELAXED) ||
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
+}
+
+/* The fence an entering thread owes (guard.h). */
+static inline void entry_fence(void)
+{
+	if (__atomic_load_n(&sv_guard_fence_on_entry, __ATOMIC_RELAXED))
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	else
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+bool sv_guard_quiet(void)
+{
+	bool quiet = true;
+
+	fence_all();
 	pthread_mutex_lock(&reg.lock);
 	for (struct sv_guard_slot *s = reg.slots; s && quiet; s = s->next)
 		quiet = !__atomic_load_n(&s->inside, __ATOMIC_SEQ_CST);
@@ -101,3 +138,60 @@ void sv_guard_wait(void)
 	while (!sv_guard_quiet())
 		sched_yield();
 }
+
+static struct sv_guard_slot *self(void)
+{
+	return sv_guard_self ? sv_guard_self : sv_guard_register();
+}
+
+#ifdef SV_TSAN
+void sv_guard_rdlock(void) { pthread_rwlock_rdlock(&rwg.rw); }
+void sv_guard_wrlock(void) { pthread_rwlock_wrlock(&rwg.rw); }
+void sv_guard_unlock(void) { pthread_rwlock_unlock(&rwg.rw); }
+#else
+void sv_guard_rdlock(void)
+{
+	struct sv_guard_slot *s = self();
+	uint32_t r = s->reading;
+
+	__atomic_store_n(&s->reading, r + 1, __ATOMIC_RELAXED);
+	entry_fence();
+	/* a nested read needs no look: a writer waits for the outer one */
+	if (r || !__atomic_load_n(&rwg.writer, __ATOMIC_ACQUIRE))
+		return;
+	/* A writer is active: count ourselves again under its mutex, which it
+	 * holds until it is done; the next writer then sees us. */
+	__atomic_store_n(&s->reading, 0, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&rwg.wmutex);
+	__atomic_store_n(&s->reading, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&rwg.wmutex);
+}
+
+void sv_guard_wrlock(void)
+{
+	struct sv_guard_slot *me = self();
+
+	pthread_mutex_lock(&rwg.wmutex);
+	__atomic_store_n(&rwg.writer, 1, __ATOMIC_RELAXED);
+	fence_all();
+	pthread_mutex_lock(&reg.lock);
+	for (struct sv_guard_slot *s = reg.slots; s; s = s->next)
+		while (__atomic_load_n(&s->reading, __ATOMIC_ACQUIRE))
+			sched_yield();
+	pthread_mutex_unlock(&reg.lock);
+	__atomic_store_n(&rwg.owner, me, __ATOMIC_RELAXED);
+}
+
+void sv_guard_unlock(void)
+{
+	struct sv_guard_slot *s = self();
+
+	if (__atomic_load_n(&rwg.owner, __ATOMIC_RELAXED) == s) {
+		__atomic_store_n(&rwg.owner, NULL, __ATOMIC_RELAXED);
+		__atomic_store_n(&rwg.writer, 0, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&rwg.wmutex);
+		return;
+	}
+	__atomic_store_n(&s->reading, s->reading - 1, __ATOMIC_RELEASE);
+}
+#endif

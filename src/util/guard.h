@@ -24,6 +24,7 @@
 
 struct sv_guard_slot {
 	uint32_t inside;             /* nesting depth; written by its thread only */
+	uint32_t reading;            /* read locks of the rw guard held (below) */
 	uint32_t taken;              /* a live thread owns it (registry lock) */
 	struct sv_guard_slot *next;  /* the registry's, never unlinked */
 };
@@ -63,5 +64,19 @@ static inline void sv_guard_leave(void)
 bool sv_guard_quiet(void);
 /* Until no thread is inside (not to be called from inside one). */
 void sv_guard_wait(void);
+
+/*
+ * The process's reader-writer guard: a reader-writer lock, the MR table's
+ * (verbs/mr.c), whose read side is taken for every message that touches
+ * registered memory.  A reader counts itself in its own slot and checks
+ * that no writer is active; a writer (registration, deregistration, a
+ * window bind) marks itself active, fences every thread (as
+ * sv_guard_quiet) and waits for the slots' readers to leave.  Readers may
+ * nest; a reader meeting an active writer waits for it on its mutex.
+ * Unlock serves both sides, as pthread_rwlock_unlock does.
+ */
+void sv_guard_rdlock(void);
+void sv_guard_wrlock(void);
+void sv_guard_unlock(void);
 
 #endif

@@ -36,7 +36,6 @@
 #include "status/publish.h"
 #include "verbs/sv.h"
 
-static pthread_rwlock_t mr_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct sv_mr **mr_table;
 static uint32_t mr_slots;
 static uint8_t *mr_tag;
@@ -83,9 +82,11 @@ static void new_key(struct sv_mr *mr)
 	mr->ibmr.lkey = mr->ibmr.rkey = (mr->index << 8) | mr_tag[mr->index];
 }
 
-void sv_mr_rdlock(void) { pthread_rwlock_rdlock(&mr_lock); }
-void sv_mr_wrlock(void) { pthread_rwlock_wrlock(&mr_lock); }
-void sv_mr_unlock(void) { pthread_rwlock_unlock(&mr_lock); }
+/* The MR table's lock: the process's reader-writer guard (util/guard.h),
+ * whose read side costs no locked instruction. */
+void sv_mr_rdlock(void) { sv_guard_rdlock(); }
+void sv_mr_wrlock(void) { sv_guard_wrlock(); }
+void sv_mr_unlock(void) { sv_guard_unlock(); }
 
 static bool access_ok(unsigned int have, enum sv_access_dir dir)
 {
@@ -165,7 +166,7 @@ void sv_mr_why(struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t addr, uin
 	struct sv_mr *mr;
 	enum key_fault f;
 
-	pthread_rwlock_rdlock(&mr_lock);
+	sv_mr_rdlock();
 	f = len ? key_check(pd, qpn, key, addr, len, dir, &mr) : KEY_OK;
 	switch (f) {
 	case KEY_OK:
@@ -193,7 +194,7 @@ void sv_mr_why(struct ibv_pd *pd, uint32_t qpn, uint32_t key, uint64_t addr, uin
 			 (uint64_t)mr->ibmr.length, addr, len);
 		break;
 	}
-	pthread_rwlock_unlock(&mr_lock);
+	sv_mr_unlock();
 }
 
 /* Memory same-host peers may map: with remote rights for one-sided
@@ -249,9 +250,9 @@ int sv_key_add(struct sv_mr *entry)
 {
 	int err;
 
-	pthread_rwlock_wrlock(&mr_lock);
+	sv_mr_wrlock();
 	err = table_insert(entry);
-	pthread_rwlock_unlock(&mr_lock);
+	sv_mr_unlock();
 	return err;
 }
 
@@ -305,9 +306,9 @@ struct ibv_mr *sv_reg_mr_at(struct ibv_pd *pd, void *addr, void *base, size_t le
 	mr->access = access;
 	mr->iova = (access & IBV_ACCESS_ZERO_BASED) || implicit ? 0 : iova;
 	mr->share = share(base, length, access);
-	pthread_rwlock_wrlock(&mr_lock);
+	sv_mr_wrlock();
 	err = table_insert(mr);
-	pthread_rwlock_unlock(&mr_lock);
+	sv_mr_unlock();
 	if (err) {
 		sv_engine_mr_unshare(mr->share);
 		free(mr);
@@ -368,9 +369,9 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 	/* The write lock keeps our own engine out while memory moves; peers
 	 * are out first, whatever changes.  Windows pin what they were bound
 	 * to, as they pin it against deregistration. */
-	pthread_rwlock_wrlock(&mr_lock);
+	sv_mr_wrlock();
 	if (mr->windows) {
-		pthread_rwlock_unlock(&mr_lock);
+		sv_mr_unlock();
 		errno = EBUSY;
 		return IBV_REREG_MR_ERR_CMD;
 	}
@@ -400,7 +401,7 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 	sv_mr_epoch++;
 	sv_engine_mr_publish(mr);
 	sv_status_mr(mr);
-	pthread_rwlock_unlock(&mr_lock);
+	sv_mr_unlock();
 	return 0;
 }
 
@@ -408,14 +409,14 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
  * are checked again, same-host peers stop.  False: windows are bound to it. */
 bool sv_key_remove(struct sv_mr *entry)
 {
-	pthread_rwlock_wrlock(&mr_lock);
+	sv_mr_wrlock();
 	if (entry->windows) {
-		pthread_rwlock_unlock(&mr_lock);
+		sv_mr_unlock();
 		return false;
 	}
 	mr_table[entry->index] = NULL;
 	sv_mr_epoch++;
-	pthread_rwlock_unlock(&mr_lock);
+	sv_mr_unlock();
 	withdraw(entry);
 	return true;
 }
@@ -431,7 +432,7 @@ struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t handle)
 		errno = ENOMEM;
 		return NULL;
 	}
-	pthread_rwlock_rdlock(&mr_lock);
+	sv_mr_rdlock();
 	e = sv_key_at(handle);
 	if (e && !e->mw && !e->imported && sv_same_pd(e->ibmr.pd, pd) &&
 	    sv_same_dev_ctx(e->ibmr.context, pd->context)) {
@@ -440,7 +441,7 @@ struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t handle)
 		mr->iova = e->iova;
 		mr->index = e->index;
 	}
-	pthread_rwlock_unlock(&mr_lock);
+	sv_mr_unlock();
 	if (!mr->ibmr.lkey) {
 		free(mr);
 		errno = EINVAL;
@@ -516,7 +517,7 @@ int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t f
 	     advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
 	     advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT))
 		return EINVAL;
-	pthread_rwlock_rdlock(&mr_lock);
+	sv_mr_rdlock();
 	for (uint32_t i = 0; i < num_sge && !err; i++) {
 		const struct ibv_sge *s = &sg_list[i];
 		struct sv_mr *mr;
@@ -536,6 +537,6 @@ int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t f
 			err = prefetch(s->addr, s->length,
 				       advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE);
 	}
-	pthread_rwlock_unlock(&mr_lock);
+	sv_mr_unlock();
 	return err;
 }
