@@ -6,13 +6,12 @@
  *
  * Entering and leaving are on every post and poll, so they are a store to
  * the thread's own slot, not a read-modify-write of a word all threads
- * share (a locked instruction on each side cost a tenth of a same-host
- * message rate).  The StoreLoad fence that makes a thread's entry visible
- * before it reads channel pointers is taken by the rare side instead:
- * sv_guard_quiet() runs membarrier(2) (MEMBARRIER_CMD_PRIVATE_EXPEDITED),
- * which serializes every running thread of the process, before it looks
- * at the slots.  Where membarrier is refused (old kernels, seccomp),
- * entering takes the fence itself.
+ * share (docs/measurements.md, 'Guards').  The StoreLoad fence that makes
+ * a thread's entry visible before it reads channel pointers is taken by
+ * the rare side instead: sv_guard_quiet() runs membarrier(2)
+ * (MEMBARRIER_CMD_PRIVATE_EXPEDITED), which serializes every running
+ * thread of the process, before it looks at the slots.  Where membarrier
+ * is refused (old kernels, seccomp), entering takes the fence itself.
  */
 #ifndef SV_UTIL_GUARD_H
 #define SV_UTIL_GUARD_H
@@ -31,7 +30,7 @@ struct sv_guard_slot {
 
 /* initial-exec: a load from the thread pointer, not a __tls_get_addr call
  * on every post and poll (8 bytes of the static TLS that glibc keeps for
- * libraries loaded later with dlopen) */
+ * libraries loaded later with dlopen; docs/measurements.md, 'Guards') */
 extern __thread struct sv_guard_slot *sv_guard_self __attribute__((tls_model("initial-exec")));
 extern bool sv_guard_fence_on_entry;
 struct sv_guard_slot *sv_guard_register(void);
