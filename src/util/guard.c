@@ -112,15 +112,6 @@ static void fence_all(void)
 #endif
 }
 
-/* The fence an entering thread owes (guard.h). */
-static inline void entry_fence(void)
-{
-	if (__atomic_load_n(&sv_guard_fence_on_entry, __ATOMIC_RELAXED))
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	else
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-}
-
 bool sv_guard_quiet(void)
 {
 	bool quiet = true;
@@ -139,23 +130,23 @@ void sv_guard_wait(void)
 		sched_yield();
 }
 
-static struct sv_guard_slot *self(void)
-{
-	return sv_guard_self ? sv_guard_self : sv_guard_register();
-}
-
 #ifdef SV_TSAN
 void sv_guard_rdlock(void) { pthread_rwlock_rdlock(&rwg.rw); }
 void sv_guard_wrlock(void) { pthread_rwlock_wrlock(&rwg.rw); }
 void sv_guard_unlock(void) { pthread_rwlock_unlock(&rwg.rw); }
 #else
+static struct sv_guard_slot *self(void)
+{
+	return sv_guard_self ? sv_guard_self : sv_guard_register();
+}
+
 void sv_guard_rdlock(void)
 {
 	struct sv_guard_slot *s = self();
 	uint32_t r = s->reading;
 
 	__atomic_store_n(&s->reading, r + 1, __ATOMIC_RELAXED);
-	entry_fence();
+	sv_guard_entry_fence();
 	/* a nested read needs no look: a writer waits for the outer one */
 	if (r || !__atomic_load_n(&rwg.writer, __ATOMIC_ACQUIRE))
 		return;

@@ -35,6 +35,16 @@ extern __thread struct sv_guard_slot *sv_guard_self __attribute__((tls_model("in
 extern bool sv_guard_fence_on_entry;
 struct sv_guard_slot *sv_guard_register(void);
 
+/* The fence an entering thread owes: none of its own where membarrier
+ * takes it on the other side. */
+static inline void sv_guard_entry_fence(void)
+{
+	if (__atomic_load_n(&sv_guard_fence_on_entry, __ATOMIC_RELAXED))
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	else
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
 static inline void sv_guard_enter(void)
 {
 	struct sv_guard_slot *s = sv_guard_self;
@@ -45,10 +55,7 @@ static inline void sv_guard_enter(void)
 	__atomic_add_fetch(&s->inside, 1, __ATOMIC_SEQ_CST);     /* fences TSan sees */
 #else
 	__atomic_store_n(&s->inside, s->inside + 1, __ATOMIC_RELAXED);
-	if (__atomic_load_n(&sv_guard_fence_on_entry, __ATOMIC_RELAXED))
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	else
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);  /* membarrier fences for us */
+	sv_guard_entry_fence();
 #endif
 }
 
