@@ -18,8 +18,9 @@
  *     work, an armed CQ or a destroyed one give them back.  While any CQ
  *     spins the progress thread ticks (up->spin_tick) and ends the spins
  *     nobody polls any more.
- *   - ACKs held for a request to carry (xmit.c) go on an empty poll, an
- *     armed CQ, or any slower verb (sv_engine_release_all_acks).
+ *   - ACKs held for a request to carry (xmit.c) go on an empty poll (but
+ *     not the first after a poll that found completions: a draining
+ *     loop's), an armed CQ, or any slower verb (sv_engine_release_all_acks).
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -643,10 +644,18 @@ static bool dgram_rings_read(struct sv_node *node, struct sv_cq *cq)
 void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 {
 	struct epoll_event evs[16];
+	bool draining;
 	int n;
 
 	sv_engine_enter(node);
-	if (__atomic_load_n(&cq->acks_held, __ATOMIC_RELAXED))
+	/* The first empty poll after one that found completions ends a
+	 * draining loop (rsockets polls until the CQ is empty before it
+	 * answers): the application is not idle yet, so held ACKs stay for
+	 * its answer to carry.  The next empty poll releases them. */
+	draining = __atomic_load_n(&cq->found, __ATOMIC_RELAXED);
+	if (draining)
+		__atomic_store_n(&cq->found, false, __ATOMIC_RELAXED);
+	if (!draining && __atomic_load_n(&cq->acks_held, __ATOMIC_RELAXED))
 		release_held_acks(cq);
 	/* its event fired (or was never armed): the sleeper polls again */
 	if (__atomic_load_n(&cq->rings_armed, __ATOMIC_RELAXED) &&
