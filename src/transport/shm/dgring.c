@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -23,6 +24,7 @@
 #define DG_POLLED_NS (200ull * 1000)  /* a poller drained within: no doorbells */
 #define DG_IN_MAX 4096                /* inbound rings per process */
 #define DG_BATCH 64                   /* records per ring per drain (fairness) */
+#define DG_FULL_WAIT_NS (2ull * 1000 * 1000)   /* a full ring waits for room this long */
 
 SV_NAME_TABLE(sv_dgring_state_name, enum sv_dgring_state, SV_DGRING_NSTATES,
 	      [SV_DGRING_NONE] = "NONE", [SV_DGRING_ASKED] = "ASKED",
@@ -411,24 +413,48 @@ static struct dg_out *out_find(struct sv_node *node, uint16_t src, uint16_t dst)
 	return o;
 }
 
-/* tx_lock held, state UP: the whole datagram or nothing; then the doorbell
- * if the receiver asked for one (taking the request: it asks again before
- * it sleeps). */
-static void out_write(struct dg_out *o, const struct iovec *iov, int n)
+/* The doorbell, if the receiver asked for one (taking the request: it asks
+ * again before it sleeps). */
+static void ring_bell(struct dg_out *o, struct sv_ring *r)
 {
-	struct sv_ring *r = sv_shm_ring_at(&o->map, 0);
-	size_t len = 0;
 	char bell = 0;
 
-	for (int i = 0; i < n; i++)
-		len += iov[i].iov_len;
-	if (!sv_ring_fits(r, o->map.size, len, &o->head_seen))
-		return;                              /* full: lost, as on a fabric */
-	sv_ring_write(r, o->map.size, iov, n, &o->head_seen);
 	if (__atomic_exchange_n(&r->consumer_wants_wake, 0, __ATOMIC_SEQ_CST) &&
 	    send(o->h.fd, &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
 		sv_trace("dgring %u -> %u: doorbell: %s", o->src_port, o->dst_port,
 			 strerror(errno));
+}
+
+/* A full ring waits for its receiver to make room, as a fabric's
+ * link-level flow control holds a packet: InfiniBand loses a UD datagram
+ * at a receiver without a receive posted, not because the receiver is
+ * slower than its sender (perftest -c UD waits for every one).  A receiver
+ * that makes no room for DG_FULL_WAIT_NS (gone, stopped) loses it. */
+static bool wait_room(struct dg_out *o, struct sv_ring *r, size_t len)
+{
+	uint64_t until = sv_now_ns() + DG_FULL_WAIT_NS;
+
+	do {
+		ring_bell(o, r);
+		sched_yield();
+		if (sv_ring_fits(r, o->map.size, len, &o->head_seen))
+			return true;
+	} while (sv_now_ns() < until);
+	return false;
+}
+
+/* tx_lock held, state UP: the whole datagram or nothing; then the doorbell. */
+static void out_write(struct dg_out *o, const struct iovec *iov, int n)
+{
+	struct sv_ring *r = sv_shm_ring_at(&o->map, 0);
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++)
+		len += iov[i].iov_len;
+	if (!sv_ring_fits(r, o->map.size, len, &o->head_seen) && !wait_room(o, r, len))
+		return;                              /* still full: lost */
+	sv_ring_write(r, o->map.size, iov, n, &o->head_seen);
+	ring_bell(o, r);
 }
 
 int sv_dgring_send(struct sv_node *node, uint16_t src_port, uint16_t dst_port,
