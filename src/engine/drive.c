@@ -261,6 +261,8 @@ static bool cq_pingpong(struct sv_cq *cq)
 
 void sv_engine_spin_found(struct sv_node *node, struct sv_cq *cq)
 {
+	if (!__atomic_load_n(&cq->found, __ATOMIC_RELAXED))   /* (sv_engine_drive) */
+		__atomic_store_n(&cq->found, true, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED))
 		cq_spin(node, cq, cq_pingpong(cq));
 }

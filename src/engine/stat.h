@@ -35,8 +35,8 @@ static inline uint64_t sv_stat_bytes(uint8_t flags, uint32_t rlen, uint64_t payl
  * of them.  A run ends at that length, at another operation or channel,
  * at the QP's stat timer (armed when a run begins, so the record lags by
  * SV_STAT_LAG_NS at most) and whenever the record's descriptive part is
- * written (state, link and error changes); sv_stat_flush() then publishes the
- * queue indices and PSNs too (docs/measurements.md, 'Status counters').
+ * written (state, link and error changes); sv_stat_flush() then publishes
+ * the queue indices and PSNs too (docs/measurements.md, 'Status counters').
  */
 #define SV_TALLY_RUN    64
 #define SV_TALLY_DIRECT 2        /* done in the peer's memory, without a frame */

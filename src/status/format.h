@@ -21,7 +21,8 @@
  * unchanged around it (src/cli/status_read.c).  The
  * live fields (counters, queue indices, PSNs) are single aligned words the
  * owner stores with plain writes (a QP's, within 100 ms of its traffic:
- * engine/stat.h); a reader takes them as they are.  The reader never writes: it takes no lock the process needs.
+ * engine/stat.h); a reader takes them as they are.  The reader never
+ * writes: it takes no lock the process needs.
  */
 #ifndef SV_STATUS_FORMAT_H
 #define SV_STATUS_FORMAT_H

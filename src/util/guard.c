@@ -48,6 +48,9 @@ static void thread_gone(void *p)
 	__atomic_store_n(&s->inside, 0, __ATOMIC_RELEASE);
 	s->taken = 0;
 	pthread_mutex_unlock(&reg.lock);
+	/* another thread may take the slot now: a later destructor of ours
+	 * that enters a guard registers again (and is called again for it) */
+	sv_guard_self = NULL;
 }
 
 /* The child of fork() has one thread, the forking one: the others' slots

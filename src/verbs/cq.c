@@ -133,8 +133,6 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	cq->st->polled = cq->head;
 	pthread_mutex_unlock(&cq->lock);
 	sv_engine_polling(cq, (uint32_t)n);
-	if (n && !__atomic_load_n(&cq->found, __ATOMIC_RELAXED))
-		__atomic_store_n(&cq->found, true, __ATOMIC_RELAXED);
 	return n;
 }
 

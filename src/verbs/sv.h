@@ -207,7 +207,7 @@ struct sv_cq {
 	struct sv_conn *hot;         /* the one a spinning poller reads first (drive_lock) */
 	uint32_t hot_polls;          /* polls that read it without asking epoll */
 	bool acks_held;              /* a channel here may hold an ACK (engine/xmit.c) */
-	bool found;                  /* the last poll returned completions (drive.c) */
+	bool found;                  /* the last poll found completions (drive.c) */
 	struct sv_list spin_link;    /* node's spinning CQs (node lock) */
 	uint32_t events_reported;    /* completion events handed out */
 	uint32_t async_reported;
