@@ -262,14 +262,21 @@ static void rx_begin(struct sv_conn *c)
 			sv_engine_protocol_error(c, "frame for another QP or from another peer");
 			break;
 		}
-		if (is_response(&c->qc->rx_hdr)) {
+		if (is_response(&c->qc->rx_hdr))
 			sv_comp_begin(qp, c);
-		} else {
-			if (c->qc->rx_hdr.flags & SV_WF_ACK)
-				sv_comp_ack_carried(qp, c->qc->rx_hdr.ack_psn);
+		else
 			sv_resp_begin(qp, c);
-		}
 	}
+}
+
+/* An ACK a request carries is applied once that request is read whole (or
+ * held for a receive): a poller that finds its send completed returns to
+ * its program, which may then wait, without a verb, for the data of the
+ * very request that carried the ACK (ib_write_lat spins on memory). */
+static void rx_ack_carried(struct sv_conn *c)
+{
+	if (!is_response(&c->qc->rx_hdr) && (c->qc->rx_hdr.flags & SV_WF_ACK))
+		sv_comp_ack_carried(c->qc->qp, c->qc->rx_hdr.ack_psn);
 }
 
 static void rx_end(struct sv_conn *c)
@@ -287,6 +294,7 @@ static void rx_end(struct sv_conn *c)
 			__atomic_store_n(&c->qc->tx_since_rx, 0, __ATOMIC_RELAXED);
 		sv_comp_end(c->qc->qp, c);
 	} else {
+		rx_ack_carried(c);
 		sv_resp_end(c->qc->qp, c);
 	}
 }
@@ -390,6 +398,8 @@ static void rx_frames(struct sv_conn *c)
 			else if (!rx_next_header(c))
 				return;
 			rx_begin(c);
+			if (c->qc->rx_state == SV_RX_HELD)
+				rx_ack_carried(c);
 			if (c->qc->rx_state == SV_RX_HELD || c->dead)
 				return;
 			sv_rx_set(c, SV_RX_PAYLOAD);
