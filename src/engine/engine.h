@@ -81,8 +81,11 @@ struct sv_txframe {
 
 #define SV_RESPQ_LEN 32
 
-/* Staging buffer of a channel's receive machine (engine/recv.c). */
+/* Staging buffer of a channel's receive machine (engine/recv.c), lent
+ * while it holds bytes (stage.c). */
 #define SV_RBUF_LEN (256 * 1024)
+uint8_t *sv_stage_take(void);          /* NULL: no memory */
+void sv_stage_give(uint8_t *buf);      /* NULL: nothing */
 
 /* The engine's state for one channel, beside the transport's struct
  * sv_conn (c->qc; the transport allocates up->chan_size bytes for it and
@@ -110,13 +113,14 @@ struct sv_qpchan {
 	size_t rx_got;
 	size_t rx_remain;            /* payload bytes still to place */
 	struct sv_place place;
+	uint8_t *rbuf;               /* staging buffer, lent while it holds bytes (NULL: none) */
 	size_t rb_start, rb_end;     /* what rbuf holds */
 	int rx_reads_left;           /* fairness budget of the current wake-up */
 	bool rx_drained;             /* TCP: a read this wake-up came back short */
 
 	/* transmit: requester frame (outbound) or response queue (inbound) */
 	struct sv_txframe req;
-	struct sv_txframe resp[SV_RESPQ_LEN];
+	struct sv_txframe *resp;     /* SV_RESPQ_LEN of them, from the first response on */
 	uint32_t resp_head, resp_tail;
 	struct sv_txframe ctrl;      /* HELLO / HELLO_ACK */
 	/* inbound ring channel: the ACK to publish in the ring (not a frame) */
@@ -137,8 +141,6 @@ struct sv_qpchan {
 	struct ibv_wc done[16];
 	bool done_solicited[16];
 	int ndone;
-
-	uint8_t rbuf[SV_RBUF_LEN];   /* staging buffer for small frames */
 };
 
 /* The engine's answers to the transport (upcalls.c registers them). */
@@ -146,6 +148,7 @@ extern const struct sv_upcalls sv_engine_upcalls;
 
 /* progress-thread entry points, reached through sv_engine_upcalls */
 void sv_engine_on_conn(struct sv_conn *c, uint32_t events);
+void sv_engine_chan_free(struct sv_conn *c);
 void sv_engine_on_timer(void *qp, uint64_t now);
 void sv_engine_on_dgram(struct sv_node *node, const struct sockaddr_in *from,
 			const struct sv_wire_hdr *h, const uint8_t *payload);

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -25,6 +26,7 @@
 #define SV_RING_STAGE   2048          /* least a ring read stages (small frames) */
 
 static void rx_frames(struct sv_conn *c);
+static void rbuf_release(struct sv_conn *c);
 
 /* ---- the receive machine ---- */
 
@@ -75,6 +77,8 @@ static bool rbuf_fill(struct sv_conn *c, size_t want)
 	 * sit unseen, as the socket they came from reports nothing more. */
 	if (!rx_may_read(c))
 		return false;
+	if (!c->qc->rbuf && !(c->qc->rbuf = sv_stage_take()))
+		return false;        /* no memory: the input waits */
 	if (c->qc->rb_start == c->qc->rb_end)
 		c->qc->rb_start = c->qc->rb_end = 0;
 	if (c->qc->rb_end == SV_RBUF_LEN) {
@@ -119,6 +123,16 @@ static bool rx_header(struct sv_conn *c)
 	if (want < sizeof(c->qc->rx_hdr))
 		memset((uint8_t *)&c->qc->rx_hdr + want, 0, sizeof(c->qc->rx_hdr) - want);
 	return true;
+}
+
+/* A channel gives its staging buffer back once it holds no bytes. */
+static void rbuf_release(struct sv_conn *c)
+{
+	if (c->qc->rbuf && c->qc->rb_start == c->qc->rb_end) {
+		sv_stage_give(c->qc->rbuf);
+		c->qc->rbuf = NULL;
+		c->qc->rb_start = c->qc->rb_end = 0;
+	}
 }
 
 /* Read payload straight into the destination, bypassing the staging buffer. */
@@ -383,7 +397,7 @@ void sv_rx_set(struct sv_conn *c, enum sv_rx_state s)
 /* HDR -> PAYLOAD -> HDR, frame after frame; a SEND with no receive to take
  * it may be held (HDR -> HELD, resp.c) until a receive makes it READY, and
  * then begins again from its kept header. */
-static void rx_frames(struct sv_conn *c)
+static void rx_frames_run(struct sv_conn *c)
 {
 	while (!c->dead && !c->paused) {
 		if (c->qc->rx_state == SV_RX_HELD)
@@ -411,6 +425,12 @@ static void rx_frames(struct sv_conn *c)
 		SV_CAPTURE(sv_capture_rx(c));
 		rx_end(c);
 	}
+}
+
+static void rx_frames(struct sv_conn *c)
+{
+	rx_frames_run(c);
+	rbuf_release(c);
 }
 
 /* ---- channel lifecycle ---- */
@@ -449,6 +469,16 @@ void sv_conn_lost(struct sv_conn *c)
 		sv_req_turned_lost(qp);
 	}
 	sv_engine_status_qp(qp);
+}
+
+/* The channel is freed (the transport's reap): what the engine's part
+ * holds goes with it. */
+void sv_engine_chan_free(struct sv_conn *c)
+{
+	sv_stage_give(c->qc->rbuf);
+	c->qc->rbuf = NULL;
+	free(c->qc->resp);
+	c->qc->resp = NULL;
 }
 
 /* Answer a HELLO whose peer is verified (engine/verify.c): HELLO_ACK, with
@@ -494,6 +524,7 @@ bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp)
 void sv_rx_on_rings(struct sv_conn *c)
 {
 	c->qc->rb_start = c->qc->rb_end = 0;
+	rbuf_release(c);
 	sv_engine_status_qp(c->qc->qp);
 }
 
@@ -517,10 +548,12 @@ static void attach_inbound(struct sv_conn *c)
 
 	rx_wakeup(c);
 	if (!rx_header(c)) {
+		rbuf_release(c);
 		if (c->dead)
 			sv_conn_close(c);
 		return;
 	}
+	rbuf_release(c);
 	c->qc->rx_got = 0;
 	if (!sv_wire_decode(h) || h->opcode != SV_OP_HELLO || h->len) {
 		sv_conn_close(c);

@@ -4,6 +4,7 @@
 const struct sv_upcalls sv_engine_upcalls = {
 	.chan_size = sizeof(struct sv_qpchan),
 	.chan_ready = sv_engine_on_conn,
+	.chan_free = sv_engine_chan_free,
 	.pending_expired = sv_engine_pending_expired,
 	.dgram = sv_engine_on_dgram,
 	.timer = sv_engine_on_timer,

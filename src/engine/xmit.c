@@ -4,6 +4,7 @@
  * on EPOLLOUT.  Outbound channels pull request frames from the requester;
  * inbound channels drain a FIFO of responses (ACKs coalesce).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/capture.h"
@@ -166,9 +167,13 @@ static bool frame_write(struct sv_conn *c, struct sv_txframe *f)
 	return true;
 }
 
+/* The queue is made at the first response: most ring channels answer
+ * with the ACK word only. */
 static struct sv_txframe *resp_slot(struct sv_conn *c)
 {
 	if (c->qc->resp_tail - c->qc->resp_head >= SV_RESPQ_LEN)
+		return NULL;
+	if (!c->qc->resp && !(c->qc->resp = malloc(SV_RESPQ_LEN * sizeof(*c->qc->resp))))
 		return NULL;
 	return &c->qc->resp[c->qc->resp_tail % SV_RESPQ_LEN];
 }

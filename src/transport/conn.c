@@ -84,6 +84,7 @@ int sv_conn_start(struct sv_conn *c)
 
 void sv_conn_free_unstarted(struct sv_conn *c)
 {
+	c->node->up->chan_free(c);
 	sv_fault_stream_free(c);
 	close(c->h.fd);
 	pthread_mutex_destroy(&c->watch_lock);
@@ -234,6 +235,7 @@ void sv_conn_reap(struct sv_node *node)
 	sv_list_for_each_safe(pos, tmp, &dead) {
 		struct sv_conn *c = sv_container_of(pos, struct sv_conn, pending_link);
 
+		c->node->up->chan_free(c);
 		sv_shm_chan_destroy(&c->shm);
 		sv_peer_maps_clear(&c->peer_maps);
 		sv_seg_unmap(c->peer_seg);

@@ -223,6 +223,8 @@ struct sv_upcalls {
 	size_t chan_size;            /* the engine's state of a channel (c->qc) */
 	/* a channel has events (0: a ring channel has input) */
 	void (*chan_ready)(struct sv_conn *c, uint32_t events);
+	/* a channel is about to be freed: the engine's part lets go of what it holds */
+	void (*chan_free)(struct sv_conn *c);
 	/* an inbound channel's handshake time ran out (bounds.c): it must go */
 	void (*pending_expired)(struct sv_conn *c);
 	/* a well-formed datagram for h->dst_qpn, its source checked */
