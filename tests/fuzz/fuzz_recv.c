@@ -701,7 +701,8 @@ static size_t feed(struct sv_conn *c, struct fz_peer *p, const uint8_t *buf, siz
 	if ((c->caps & SV_CAP_MAPPED) && p->have_ring) {
 		struct iovec iov = { .iov_base = (void *)buf, .iov_len = n };
 
-		return sv_ring_write(p->ring.tx, p->ring.size, &iov, 1, &p->ring.tx_head_seen);
+		return sv_ring_write(p->ring.tx, p->ring.tx_data, p->ring.size, &iov, 1,
+				     &p->ring.tx_head_seen);
 	} else {
 		ssize_t w = write(p->sp[1], buf, n);
 
@@ -716,7 +717,7 @@ static void drain_peer(struct sv_conn *c, struct fz_peer *p)
 
 	drain_responses(p->sp[1]);           /* frames, or doorbell bytes */
 	if ((c->caps & SV_CAP_MAPPED) && p->have_ring)
-		while (sv_ring_read(p->ring.rx, p->ring.size, &iov, 1, &p->ring.rx_rd))
+		while (sv_ring_read(p->ring.rx, p->ring.rx_data, p->ring.size, &iov, 1, &p->ring.rx_rd))
 			;
 }
 

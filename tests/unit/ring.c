@@ -21,6 +21,8 @@
 #include "transport/shm/ring.h"
 
 #define SIZE  4096u
+/* a ring of this test: its data right after its header */
+#define DATA(r) ((uint8_t *)((r) + 1))
 #define TOTAL (8u << 20)      /* bytes through the ring: 2,048 laps */
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #c); \
@@ -69,7 +71,7 @@ static void producer(struct sv_ring *r, pid_t child)
 			iov[i].iov_len = k;
 			off += k;
 		}
-		w = sv_ring_write(r, SIZE, iov, n, &head_seen);
+		w = sv_ring_write(r, DATA(r), SIZE, iov, n, &head_seen);
 		CHECK(w <= len);
 		CHECK(w <= SIZE - 72);           /* a record never fills the ring */
 		sent += w;
@@ -93,9 +95,9 @@ static void consumer(struct sv_ring *r)
 		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED), word, len, q;
 		size_t a, b, got;
 
-		if (!sv_ring_has_input(r, SIZE))
+		if (!sv_ring_has_input(r, DATA(r), SIZE))
 			continue;
-		word = __atomic_load_n((uint64_t *)(void *)(r->data + (head & (SIZE - 1))),
+		word = __atomic_load_n((uint64_t *)(void *)(DATA(r) + (head & (SIZE - 1))),
 				       __ATOMIC_ACQUIRE);
 		len = word >> 32;
 		CHECK((uint32_t)word == (uint32_t)head && len > rd.off);
@@ -107,7 +109,7 @@ static void consumer(struct sv_ring *r)
 		{
 			struct iovec iov[2] = { { buf, a - b }, { buf + a - b, b } };
 
-			got = sv_ring_read(r, SIZE, iov, 2, &rd);
+			got = sv_ring_read(r, DATA(r), SIZE, iov, 2, &rd);
 		}
 		CHECK(got == a);
 		for (size_t i = 0; i < got; i++)
@@ -118,7 +120,7 @@ static void consumer(struct sv_ring *r)
 			}
 		got_all += got;
 	}
-	CHECK(!sv_ring_has_input(r, SIZE));
+	CHECK(!sv_ring_has_input(r, DATA(r), SIZE));
 }
 
 static struct sv_ring *new_ring(void)
@@ -127,7 +129,7 @@ static struct sv_ring *new_ring(void)
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
 	CHECK(r != MAP_FAILED);
-	sv_ring_init(r, SIZE);
+	sv_ring_init(r, SIZE, 0);
 	return r;
 }
 
@@ -142,43 +144,58 @@ static void edges(void)
 	size_t w, total = 0;
 
 	memset(big, 0xab, sizeof(big));
-	CHECK(!sv_ring_has_input(r, SIZE));
-	CHECK(sv_ring_read(r, SIZE, &o, 1, &rd) == 0);
-	CHECK(sv_ring_write(r, SIZE, &none, 1, &head_seen) == 0);
-	CHECK(!sv_ring_has_input(r, SIZE));
+	CHECK(!sv_ring_has_input(r, DATA(r), SIZE));
+	CHECK(sv_ring_read(r, DATA(r), SIZE, &o, 1, &rd) == 0);
+	CHECK(sv_ring_write(r, DATA(r), SIZE, &none, 1, &head_seen) == 0);
+	CHECK(!sv_ring_has_input(r, DATA(r), SIZE));
 	/* fill: the first write takes what fits, then nothing more */
-	w = sv_ring_write(r, SIZE, &in, 1, &head_seen);
+	w = sv_ring_write(r, DATA(r), SIZE, &in, 1, &head_seen);
 	CHECK(w == SIZE - 64 - 8);
 	CHECK(!sv_ring_writable(r, SIZE));
-	CHECK(sv_ring_write(r, SIZE, &in, 1, &head_seen) == 0);
-	CHECK(sv_ring_has_input(r, SIZE));
+	CHECK(sv_ring_write(r, DATA(r), SIZE, &in, 1, &head_seen) == 0);
+	CHECK(sv_ring_has_input(r, DATA(r), SIZE));
 	/* read part of the record: it stays, and the ring stays full */
 	o.iov_len = 100;
-	CHECK(sv_ring_read(r, SIZE, &o, 1, &rd) == 100);
-	CHECK(sv_ring_has_input(r, SIZE));
+	CHECK(sv_ring_read(r, DATA(r), SIZE, &o, 1, &rd) == 100);
+	CHECK(sv_ring_has_input(r, DATA(r), SIZE));
 	CHECK(!sv_ring_writable(r, SIZE));
 	o.iov_len = sizeof(out);
-	CHECK(sv_ring_read(r, SIZE, &o, 1, &rd) == w - 100);
-	CHECK(!sv_ring_has_input(r, SIZE));
+	CHECK(sv_ring_read(r, DATA(r), SIZE, &o, 1, &rd) == w - 100);
+	CHECK(!sv_ring_has_input(r, DATA(r), SIZE));
 	CHECK(sv_ring_writable(r, SIZE));
 	for (size_t i = 0; i < w - 100; i++)
 		CHECK(out[i] == 0xab);
 	/* small records: one line each, 63 of them fill the ring */
 	in.iov_len = 1;
-	while ((w = sv_ring_write(r, SIZE, &in, 1, &head_seen)))
+	while ((w = sv_ring_write(r, DATA(r), SIZE, &in, 1, &head_seen)))
 		total += w;
 	CHECK(total == SIZE / 64 - 1);
+	/* a ring that begins at its last line (a channel's ring 1): the
+	 * first record wraps */
+	{
+		struct sv_ring *q = new_ring();
+		struct sv_ring_rd qrd = { 0 };
+		uint64_t qseen = 0;
+
+		sv_ring_init(q, SIZE, SIZE - 64);
+		in.iov_len = 100;
+		o.iov_len = sizeof(out);
+		CHECK(sv_ring_write(q, DATA(q), SIZE, &in, 1, &qseen) == 100);
+		CHECK(sv_ring_has_input(q, DATA(q), SIZE));
+		CHECK(sv_ring_read(q, DATA(q), SIZE, &o, 1, &qrd) == 100);
+		CHECK(!memcmp(out, big, 100) && !sv_ring_has_input(q, DATA(q), SIZE));
+	}
 	/* a length past the ring is not a record */
 	{
 		struct sv_ring *q = new_ring();
 		uint64_t word = (uint64_t)SIZE << 32;    /* position 0, length SIZE */
 
-		memcpy(q->data, &word, 8);
-		CHECK(!sv_ring_has_input(q, SIZE));
-		CHECK(sv_ring_read(q, SIZE, &o, 1, &rd) == 0);
+		memcpy(DATA(q), &word, 8);
+		CHECK(!sv_ring_has_input(q, DATA(q), SIZE));
+		CHECK(sv_ring_read(q, DATA(q), SIZE, &o, 1, &rd) == 0);
 		word = (uint64_t)8 << 32 | 64;            /* the wrong position */
-		memcpy(q->data, &word, 8);
-		CHECK(!sv_ring_has_input(q, SIZE));
+		memcpy(DATA(q), &word, 8);
+		CHECK(!sv_ring_has_input(q, DATA(q), SIZE));
 	}
 }
 

@@ -16,23 +16,67 @@ uint32_t sv_shm_ring_bytes(void)
 	return sz;
 }
 
-static size_t ring_span(uint32_t size)
+/*
+ * Where a memfd's rings lie.  One ring (UD): its header, then its data.
+ * Two (a channel): a line, ring 1's data, the two headers, ring 0's data;
+ * ring 0 begins at its first line and ring 1 at its last, so that the
+ * headers and both directions' first records share one page, the only
+ * one an idle channel touches.
+ */
+#define PAGE 4096u
+
+static size_t hdr_off(unsigned n, uint32_t size)
 {
-	return (sizeof(struct sv_ring) + size + 4095) & ~(size_t)4095;
+	return n == 2 ? SV_RING_LINE + (size_t)size : 0;
+}
+
+static size_t data_off(unsigned n, uint32_t size, unsigned i)
+{
+	return n == 2 && i == 1 ? SV_RING_LINE : hdr_off(n, size) + n * sizeof(struct sv_ring);
+}
+
+static uint64_t start_pos(unsigned n, uint32_t size, unsigned i)
+{
+	return n == 2 && i == 1 ? size - SV_RING_LINE : 0;
+}
+
+static size_t rings_len(unsigned n, uint32_t size)
+{
+	return (data_off(n, size, 0) + size + PAGE - 1) & ~(size_t)(PAGE - 1);
+}
+
+/* The ring size a memfd of `len` bytes has, if any (checked by the caller
+ * against the headers). */
+static uint32_t size_of_len(unsigned n, size_t len)
+{
+	size_t size = len > PAGE ? (len - PAGE) / n : 0;
+
+	return size >= PAGE && size <= (64u << 20) && !(size & (size - 1)) &&
+	       rings_len(n, (uint32_t)size) == len ?
+	       (uint32_t)size : 0;
 }
 
 struct sv_ring *sv_shm_ring_at(const struct sv_shm_map *m, unsigned i)
 {
-	return (void *)((char *)m->base + i * ring_span(m->size));
+	return (struct sv_ring *)((uint8_t *)m->base + hdr_off(m->n, m->size)) + i;
+}
+
+uint8_t *sv_shm_ring_data(const struct sv_shm_map *m, unsigned i)
+{
+	return (uint8_t *)m->base + data_off(m->n, m->size, i);
 }
 
 int sv_shm_rings_create(struct sv_shm_map *m, unsigned n, const char *name)
 {
-	int fd = memfd_create(name, MFD_CLOEXEC);
+	int fd;
 
-	m->size = sv_shm_ring_bytes();
-	m->len = n * ring_span(m->size);
 	m->base = NULL;
+	if (n < 1 || n > 2)
+		return -EINVAL;
+	fd = memfd_create(name, MFD_CLOEXEC);
+	m->size = sv_shm_ring_bytes();
+	m->n = n;
+	m->len = rings_len(n, m->size);
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, m->len)) {
@@ -46,17 +90,18 @@ int sv_shm_rings_create(struct sv_shm_map *m, unsigned n, const char *name)
 		return -errno;
 	}
 	for (unsigned i = 0; i < n; i++)
-		sv_ring_init(sv_shm_ring_at(m, i), m->size);
+		sv_ring_init(sv_shm_ring_at(m, i), m->size, start_pos(n, m->size, i));
 	return fd;
 }
 
 int sv_shm_rings_attach(struct sv_shm_map *m, int fd, unsigned n)
 {
 	struct stat st;
-	struct sv_ring *r0;
 
 	m->base = NULL;
-	if (fstat(fd, &st) || st.st_size < (off_t)(n * sizeof(struct sv_ring)))
+	m->n = n;
+	if (n < 1 || n > 2 || fstat(fd, &st) || st.st_size < 0 ||
+	    !(m->size = size_of_len(n, (size_t)st.st_size)))
 		return -EINVAL;
 	m->len = st.st_size;
 	m->base = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -64,13 +109,8 @@ int sv_shm_rings_attach(struct sv_shm_map *m, int fd, unsigned n)
 		m->base = NULL;
 		return -errno;
 	}
-	r0 = m->base;
-	m->size = r0->size;
 	/* Validate what the peer wrote before trusting it. */
-	if (r0->magic != SV_RING_MAGIC || !m->size || (m->size & (m->size - 1)) ||
-	    n * ring_span(m->size) != m->len)
-		goto bad;
-	for (unsigned i = 1; i < n; i++) {
+	for (unsigned i = 0; i < n; i++) {
 		struct sv_ring *r = sv_shm_ring_at(m, i);
 
 		if (r->magic != SV_RING_MAGIC || r->size != m->size)
@@ -93,6 +133,8 @@ static void chan_layout(struct sv_shm_chan *ch, bool connector)
 {
 	ch->tx = sv_shm_ring_at(&ch->map, connector ? 0 : 1);
 	ch->rx = sv_shm_ring_at(&ch->map, connector ? 1 : 0);
+	ch->tx_data = sv_shm_ring_data(&ch->map, connector ? 0 : 1);
+	ch->rx_data = sv_shm_ring_data(&ch->map, connector ? 1 : 0);
 	ch->size = ch->map.size;
 }
 

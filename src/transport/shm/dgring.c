@@ -136,9 +136,10 @@ static void deliver(struct dg_in *in, uint8_t *buf, uint32_t len)
 static void drain_one(struct dg_in *in, uint8_t *buf)
 {
 	struct sv_ring *r = sv_shm_ring_at(&in->map, 0);
+	const uint8_t *data = sv_shm_ring_data(&in->map, 0);
 
 	for (int k = 0; k < DG_BATCH; k++) {
-		uint32_t len = sv_ring_record_len(r, in->map.size);
+		uint32_t len = sv_ring_record_len(r, data, in->map.size);
 		struct iovec iov = { buf, len };
 
 		if (!len)
@@ -146,11 +147,11 @@ static void drain_one(struct dg_in *in, uint8_t *buf)
 		if (len > SV_UDP_BUF) {             /* not a datagram: skip it */
 			for (uint32_t left = len; left; left -= (uint32_t)iov.iov_len) {
 				iov.iov_len = left < SV_UDP_BUF ? left : SV_UDP_BUF;
-				sv_ring_read(r, in->map.size, &iov, 1, &in->rd);
+				sv_ring_read(r, data, in->map.size, &iov, 1, &in->rd);
 			}
 			continue;
 		}
-		if (sv_ring_read(r, in->map.size, &iov, 1, &in->rd) == len)
+		if (sv_ring_read(r, data, in->map.size, &iov, 1, &in->rd) == len)
 			deliver(in, buf, len);
 	}
 }
@@ -158,7 +159,8 @@ static void drain_one(struct dg_in *in, uint8_t *buf)
 /* rx_lock held: every record of a ring whose writer is gone. */
 static void drain_left(struct dg_in *in, uint8_t *buf)
 {
-	while (sv_ring_record_len(sv_shm_ring_at(&in->map, 0), in->map.size))
+	while (sv_ring_record_len(sv_shm_ring_at(&in->map, 0), sv_shm_ring_data(&in->map, 0),
+				  in->map.size))
 		drain_one(in, buf);
 }
 
@@ -453,7 +455,7 @@ static void out_write(struct dg_out *o, const struct iovec *iov, int n)
 		len += iov[i].iov_len;
 	if (!sv_ring_fits(r, o->map.size, len, &o->head_seen) && !wait_room(o, r, len))
 		return;                              /* still full: lost */
-	sv_ring_write(r, o->map.size, iov, n, &o->head_seen);
+	sv_ring_write(r, sv_shm_ring_data(&o->map, 0), o->map.size, iov, n, &o->head_seen);
 	ring_bell(o, r);
 }
 

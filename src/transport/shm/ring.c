@@ -23,24 +23,25 @@
 static uint64_t rec_span(uint64_t len) { return (8 + len + LINE_MASK) & ~LINE_MASK; }
 static uint64_t max_len(uint32_t size) { return size - SV_RING_LINE - 8; }
 
-static uint64_t *word_at(struct sv_ring *r, uint32_t size, uint64_t pos)
+static uint64_t *word_at(const uint8_t *data, uint32_t size, uint64_t pos)
 {
-	return (uint64_t *)(void *)(r->data + (pos & (size - 1)));
+	return (uint64_t *)(void *)(data + (pos & (size - 1)));
 }
 
-void sv_ring_init(struct sv_ring *r, uint32_t size)
+void sv_ring_init(struct sv_ring *r, uint32_t size, uint64_t start)
 {
 	/* the data is a new memfd's: zeros, so no record anywhere */
 	memset(r, 0, sizeof(*r));
 	r->magic = SV_RING_MAGIC;
 	r->size = size;
-	r->cleared = size;
+	r->head = r->tail = start;
+	r->cleared = start + size;
 }
 
 /* The length of the record at `pos`, or 0 if it is not there (yet). */
-static uint64_t record_at(const struct sv_ring *r, uint32_t size, uint64_t pos)
+static uint64_t record_at(const uint8_t *data, uint32_t size, uint64_t pos)
 {
-	uint64_t w = __atomic_load_n(word_at((struct sv_ring *)r, size, pos), __ATOMIC_ACQUIRE);
+	uint64_t w = __atomic_load_n(word_at(data, size, pos), __ATOMIC_ACQUIRE);
 	uint64_t len = w >> 32;
 
 	if ((uint32_t)w != (uint32_t)pos || len > max_len(size))
@@ -48,14 +49,14 @@ static uint64_t record_at(const struct sv_ring *r, uint32_t size, uint64_t pos)
 	return len;
 }
 
-bool sv_ring_has_input(const struct sv_ring *r, uint32_t size)
+bool sv_ring_has_input(const struct sv_ring *r, const uint8_t *data, uint32_t size)
 {
-	return record_at(r, size, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE)) != 0;
+	return record_at(data, size, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE)) != 0;
 }
 
-uint32_t sv_ring_record_len(const struct sv_ring *r, uint32_t size)
+uint32_t sv_ring_record_len(const struct sv_ring *r, const uint8_t *data, uint32_t size)
 {
-	return (uint32_t)record_at(r, size, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE));
+	return (uint32_t)record_at(data, size, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE));
 }
 
 /* Record space from the producer's point of view, given the consumer's
@@ -76,7 +77,7 @@ bool sv_ring_writable(const struct sv_ring *r, uint32_t size)
 /* Copy `len` bytes at ring offset `pos` to/from `buf`, wrapping.  `buf` is
  * often the application's buffer (payloads go straight between it and the
  * ring): DMA, hidden from TSan (util/tsan.h). */
-static void ring_copy(struct sv_ring *r, uint32_t size, uint64_t pos, uint8_t *buf, size_t len,
+static void ring_copy(uint8_t *data, uint32_t size, uint64_t pos, uint8_t *buf, size_t len,
 		      int to_ring)
 {
 	size_t off = pos & (size - 1), first = size - off;
@@ -85,11 +86,11 @@ static void ring_copy(struct sv_ring *r, uint32_t size, uint64_t pos, uint8_t *b
 		first = len;
 	sv_dma_begin();
 	if (to_ring) {
-		memcpy(r->data + off, buf, first);
-		memcpy(r->data, buf + first, len - first);
+		memcpy(data + off, buf, first);
+		memcpy(data, buf + first, len - first);
 	} else {
-		memcpy(buf, r->data + off, first);
-		memcpy(buf + first, r->data, len - first);
+		memcpy(buf, data + off, first);
+		memcpy(buf + first, data, len - first);
 	}
 	sv_dma_end();
 }
@@ -97,7 +98,8 @@ static void ring_copy(struct sv_ring *r, uint32_t size, uint64_t pos, uint8_t *b
 /* Make the word at `next` 0 if it is not known to be: zero the first word
  * of the free lines from `next` on, up to SV_RING_CLEAR past it or the
  * consumer's lap. */
-static void clear_ahead(struct sv_ring *r, uint32_t size, uint64_t next, uint64_t head)
+static void clear_ahead(struct sv_ring *r, uint8_t *data, uint32_t size, uint64_t next,
+			uint64_t head)
 {
 	uint64_t to;
 
@@ -106,7 +108,7 @@ static void clear_ahead(struct sv_ring *r, uint32_t size, uint64_t next, uint64_
 	/* from `next`: the lines before it hold the record just written */
 	to = next + SV_RING_CLEAR < head + size ? next + SV_RING_CLEAR : head + size;
 	for (uint64_t pos = next; pos < to; pos += SV_RING_LINE)
-		__atomic_store_n(word_at(r, size, pos), 0, __ATOMIC_RELAXED);
+		__atomic_store_n(word_at(data, size, pos), 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->cleared, to, __ATOMIC_RELAXED);
 }
 
@@ -122,8 +124,8 @@ bool sv_ring_fits(struct sv_ring *r, uint32_t size, size_t len, uint64_t *head_s
 	return space(*head_seen, tail, size) >= rec_span(len);
 }
 
-size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n,
-		     uint64_t *head_seen)
+size_t sv_ring_write(struct sv_ring *r, uint8_t *data, uint32_t size, const struct iovec *iov,
+		     int n, uint64_t *head_seen)
 {
 	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED), room, next;
 	size_t want = 0, done = 0;
@@ -145,12 +147,12 @@ size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, 
 	for (int i = 0; i < n && done < want; i++) {
 		size_t k = iov[i].iov_len < want - done ? iov[i].iov_len : want - done;
 
-		ring_copy(r, size, tail + 8 + done, iov[i].iov_base, k, 1);
+		ring_copy(data, size, tail + 8 + done, iov[i].iov_base, k, 1);
 		done += k;
 	}
 	next = tail + rec_span(done);
-	clear_ahead(r, size, next, *head_seen);
-	__atomic_store_n(word_at(r, size, tail), (uint64_t)done << 32 | (uint32_t)tail,
+	clear_ahead(r, data, size, next, *head_seen);
+	__atomic_store_n(word_at(data, size, tail), (uint64_t)done << 32 | (uint32_t)tail,
 			 __ATOMIC_RELEASE);
 	__atomic_store_n(&r->tail, next, __ATOMIC_RELAXED);
 	return done;
@@ -161,26 +163,27 @@ size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, 
  * lines ahead at once lets their transfers overlap. */
 #define SV_RING_PREFETCH 4
 
-size_t sv_ring_read(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n,
-		    struct sv_ring_rd *rd)
+size_t sv_ring_read(struct sv_ring *r, const uint8_t *data, uint32_t size, const struct iovec *iov,
+		    int n, struct sv_ring_rd *rd)
 {
 	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED), start = head;
 	size_t done = 0;
 
 	for (uint64_t k = 1; k <= SV_RING_PREFETCH; k++)
-		__builtin_prefetch(r->data + ((head + k * SV_RING_LINE) & (size - 1)));
+		__builtin_prefetch(data + ((head + k * SV_RING_LINE) & (size - 1)));
 
 	for (int i = 0; i < n; i++) {
 		size_t got = 0;
 
 		while (got < iov[i].iov_len) {
-			uint64_t len = record_at(r, size, head);
+			uint64_t len = record_at(data, size, head);
 			size_t k;
 
 			if (len <= rd->off)
 				goto out;
 			k = len - rd->off < iov[i].iov_len - got ? len - rd->off : iov[i].iov_len - got;
-			ring_copy(r, size, head + 8 + rd->off, (uint8_t *)iov[i].iov_base + got, k, 0);
+			ring_copy((uint8_t *)data, size, head + 8 + rd->off, (uint8_t *)iov[i].iov_base + got,
+				  k, 0);
 			got += k;
 			done += k;
 			rd->off += (uint32_t)k;

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define SV_RING_MAGIC 0x53565233u   /* "SVR3": version 3 has records */
+#define SV_RING_MAGIC 0x53565234u   /* "SVR4": records; headers before all data (shm/chan.c) */
 #define SV_RING_LINE  64u
 
 /* One cache line each for what rarely changes (read on every operation,
@@ -46,8 +46,8 @@ struct sv_ring {
 	uint32_t direct_slot;        /* producer: the consumer's MR slot + 1 it copies
 				      * into or out of by cross-memory attach, 0 none */
 	uint8_t pad4[60];
-	uint8_t data[];
 };
+_Static_assert(sizeof(struct sv_ring) % SV_RING_LINE == 0, "ring headers stack on lines");
 
 /* What wakes a consumer's thread asleep on its completion channel
  * (consumer_sleeps): any frame that completes, or a solicited one only. */
@@ -62,16 +62,18 @@ struct sv_ring_rd {
 	uint32_t off;
 };
 
-/* `size` is the caller's own copy, checked once at attach time: the shared
+/* `size` and `data` (the ring's bytes, which need not follow its header)
+ * are the caller's own copies, checked once at attach time: the shared
  * header is never trusted for bounds, nor is a record's length. */
-void sv_ring_init(struct sv_ring *r, uint32_t size);
+/* A new ring whose first record goes at stream position `start` (a line). */
+void sv_ring_init(struct sv_ring *r, uint32_t size, uint64_t start);
 /* Consumer: is a record at its position?  (One it has begun to read is
  * still there: a record leaves when its last byte is read.)  Any thread. */
-bool sv_ring_has_input(const struct sv_ring *r, uint32_t size);
+bool sv_ring_has_input(const struct sv_ring *r, const uint8_t *data, uint32_t size);
 /* Consumer: the length of the record at its position (0: none yet), for a
  * reader of whole records (datagrams), which reads it with one
  * sv_ring_read of exactly that many bytes. */
-uint32_t sv_ring_record_len(const struct sv_ring *r, uint32_t size);
+uint32_t sv_ring_record_len(const struct sv_ring *r, const uint8_t *data, uint32_t size);
 /* Producer: could a write take at least one byte now? */
 bool sv_ring_writable(const struct sv_ring *r, uint32_t size);
 /* Producer: would a record of `len` bytes fit whole now?  (A datagram is
@@ -81,10 +83,10 @@ bool sv_ring_fits(struct sv_ring *r, uint32_t size, size_t len, uint64_t *head_s
  * The producer keeps its own copy of the consumer's position (*head_seen)
  * and reads the shared one only when that copy says the ring is too full:
  * each read of it is a cache miss while the consumer is busy. */
-size_t sv_ring_write(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n,
-		     uint64_t *head_seen);
-size_t sv_ring_read(struct sv_ring *r, uint32_t size, const struct iovec *iov, int n,
-		    struct sv_ring_rd *rd);
+size_t sv_ring_write(struct sv_ring *r, uint8_t *data, uint32_t size, const struct iovec *iov,
+		     int n, uint64_t *head_seen);
+size_t sv_ring_read(struct sv_ring *r, const uint8_t *data, uint32_t size, const struct iovec *iov,
+		    int n, struct sv_ring_rd *rd);
 
 /* A responder acknowledges in its response ring, in a line of its own,
  * instead of writing ACK frames into it: one store.  0 means "nothing yet";

@@ -109,7 +109,7 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 
 	for (int i = 0; i < n; i++)
 		want += iov[i].iov_len;
-	r = sv_ring_write(tx, c->shm.size, iov, n, &c->shm.tx_head_seen);
+	r = sv_ring_write(tx, c->shm.tx_data, c->shm.size, iov, n, &c->shm.tx_head_seen);
 	if (r < want) {
 		/* Full: ask the reader to ring back, then look once more. */
 		__atomic_store_n(&tx->producer_wants_wake, 1, __ATOMIC_SEQ_CST);
@@ -127,7 +127,8 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 				rest[k++].iov_len = iov[i].iov_len - skip;
 				skip = 0;
 			}
-			r += sv_ring_write(tx, c->shm.size, rest, k, &c->shm.tx_head_seen);
+			r += sv_ring_write(tx, c->shm.tx_data, c->shm.size, rest, k,
+					   &c->shm.tx_head_seen);
 		}
 	}
 	if (r)
@@ -138,7 +139,7 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
 {
 	struct sv_ring *rx = c->shm.rx;
-	size_t r = sv_ring_read(rx, c->shm.size, iov, n, &c->shm.rx_rd);
+	size_t r = sv_ring_read(rx, c->shm.rx_data, c->shm.size, iov, n, &c->shm.rx_rd);
 
 	if (r)
 		ring_doorbell(c, &rx->producer_wants_wake, NULL);
@@ -201,7 +202,7 @@ bool sv_conn_shm_has_input(const struct sv_conn *c)
 	uint8_t in = __atomic_load_n(&c->input, __ATOMIC_RELAXED);
 
 	return (!__atomic_load_n(&c->paused, __ATOMIC_RELAXED) && in != SV_INPUT_HELD &&
-		(in == SV_INPUT_STAGED || sv_ring_has_input(c->shm.rx, c->shm.size))) ||
+		(in == SV_INPUT_STAGED || sv_ring_has_input(c->shm.rx, c->shm.rx_data, c->shm.size))) ||
 	       (c->outbound && shm_ack_moved(c, &w));
 }
 
