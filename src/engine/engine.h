@@ -81,6 +81,12 @@ struct sv_txframe {
 
 #define SV_RESPQ_LEN 32
 
+#define SV_DONE_MAX 16
+struct sv_done {
+	struct ibv_wc wc[SV_DONE_MAX];
+	bool solicited[SV_DONE_MAX];
+};
+
 /* Staging buffer of a channel's receive machine (engine/recv.c), lent
  * while it holds bytes (stage.c). */
 #define SV_RBUF_LEN (256 * 1024)
@@ -99,8 +105,9 @@ struct sv_qpchan {
 	bool turn_ok;                /* both ways: outbound, requests may come in
 				      * (we said so); inbound, ours may go out (the
 				      * peer did) (req.c) */
-	struct sv_wire_pull pull_tx[SV_WIRE_MAX_SGE];  /* descriptors of the request on the wire */
-	struct sv_wire_pull pull_rx[SV_WIRE_MAX_SGE];  /* descriptors of the request being received */
+	/* descriptors of a pulled SEND: of the request on the wire (outbound),
+	 * or of the one being received (inbound; resp.c takes them nowhere else) */
+	struct sv_wire_pull pull[SV_WIRE_MAX_SGE];
 	struct sv_cq *drive_cq;      /* CQ whose pollers check this channel (drive.c) */
 	struct sv_cq *drive_cq2;     /* TCP: the other CQ of the QP */
 	/* read by spinning pollers without the QP lock (drive.c) */
@@ -137,9 +144,9 @@ struct sv_qpchan {
 	uint32_t ack_takes;          /* holds ended so far (the timer's yardstick) */
 
 	/* responder: receive completions of the current batch, pushed only
-	 * after the batch's acknowledgements are on their way */
-	struct ibv_wc done[16];
-	bool done_solicited[16];
+	 * after the batch's acknowledgements are on their way (made at the
+	 * first: only channels requests come in on need them) */
+	struct sv_done *done;
 	int ndone;
 };
 

@@ -479,6 +479,8 @@ void sv_engine_chan_free(struct sv_conn *c)
 	c->qc->rbuf = NULL;
 	free(c->qc->resp);
 	c->qc->resp = NULL;
+	free(c->qc->done);
+	c->qc->done = NULL;
 }
 
 /* Answer a HELLO whose peer is verified (engine/verify.c): HELLO_ACK, with

@@ -58,14 +58,14 @@ static enum ibv_wc_status add_pull(struct sv_qp *qp, struct sv_swqe *w, struct s
 	for (uint32_t i = 0, k = 0; i < w->num_sge && k < (uint32_t)n; i++) {
 		if (!w->sge[i].length)
 			continue;
-		c->qc->pull_tx[k].addr = (uintptr_t)iov[k].iov_base;
-		c->qc->pull_tx[k].len = (uint32_t)iov[k].iov_len;
-		c->qc->pull_tx[k].key = w->sge[i].lkey;
+		c->qc->pull[k].addr = (uintptr_t)iov[k].iov_base;
+		c->qc->pull[k].len = (uint32_t)iov[k].iov_len;
+		c->qc->pull[k].key = w->sge[i].lkey;
 		k++;
 	}
 	f->hdr.flags |= SV_WF_PULL;
 	f->hdr.rlen = total;
-	sv_frame_add(f, c->qc->pull_tx, n * sizeof(c->qc->pull_tx[0]));
+	sv_frame_add(f, c->qc->pull, n * sizeof(c->qc->pull[0]));
 	return IBV_WC_SUCCESS;
 }
 
@@ -625,7 +625,7 @@ void sv_engine_qp_teardown(struct sv_qp *qp)
 			sv_xmit_flush(c);
 		}
 		for (int k = 0; k < c->qc->ndone; k++)
-			sv_cq_push(qp->rcq, &c->qc->done[k], c->qc->done_solicited[k]);
+			sv_cq_push(qp->rcq, &c->qc->done->wc[k], c->qc->done->solicited[k]);
 		c->qc->ndone = 0;
 	}
 	/* the peer reads what we wrote last: a fatal NAK says why we go */

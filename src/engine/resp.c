@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/capture.h"
@@ -117,10 +118,12 @@ static void place_into_rwqe(struct sv_qp *qp, struct sv_conn *c, uint32_t len)
 }
 
 /* A pulled SEND: the frame carries (addr, len) descriptors; the data is read
- * from the requester at the end, straight into the receive buffer. */
+ * from the requester at the end, straight into the receive buffer.  Only
+ * on an inbound channel: an outbound one's descriptor array is its own
+ * requests' (engine.h). */
 static bool pull_valid(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	return c->cma_ok && qp->ibqp.qp_base.qp_type == IBV_QPT_RC && h->len &&
+	return c->cma_ok && !c->outbound && qp->ibqp.qp_base.qp_type == IBV_QPT_RC && h->len &&
 	       h->len % sizeof(struct sv_wire_pull) == 0 &&
 	       h->len / sizeof(struct sv_wire_pull) <= SV_WIRE_MAX_SGE && h->rlen;
 }
@@ -145,7 +148,7 @@ static void pull_begin(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire
 	if (!rwqe_fits(qp, st, total, h->rlen))
 		return;
 	qp->rctx.pull = true;
-	c->qc->place.seg[0].iov_base = c->qc->pull_rx;
+	c->qc->place.seg[0].iov_base = c->qc->pull;
 	c->qc->place.seg[0].iov_len = h->len;
 	c->qc->place.nseg = 1;
 	c->qc->place.discard = false;
@@ -166,7 +169,7 @@ static ssize_t pull_copy(struct sv_qp *qp, struct sv_conn *c, const struct sv_wi
 		receive_fail(qp, h->rlen, total, true);
 		return 0;
 	}
-	r = sv_chan_pull(c, c->qc->pull_rx, n, qp->rctx.dst, qp->rctx.ndst, h->rlen);
+	r = sv_chan_pull(c, c->qc->pull, n, qp->rctx.dst, qp->rctx.ndst, h->rlen);
 	if (r >= 0)
 		SV_CAPTURE(sv_capture_pulled(qp, qp->rctx.dst, qp->rctx.ndst));
 	sv_mr_unlock();
@@ -180,7 +183,7 @@ static void pull_end(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_h
 	ssize_t r;
 
 	for (int i = 0; i < n; i++)
-		sum += c->qc->pull_rx[i].len;
+		sum += c->qc->pull[i].len;
 	r = sum == h->rlen ? pull_copy(qp, c, h, n) : -EINVAL;
 	if (r < 0) {
 		/* the requester's own memory failed: its request was invalid */
@@ -556,7 +559,7 @@ void sv_resp_batch_end(struct sv_qp *qp, struct sv_conn *c)
 {
 	sv_xmit_flush(c);
 	for (int i = 0; i < c->qc->ndone; i++)
-		sv_cq_push(qp->rcq, &c->qc->done[i], c->qc->done_solicited[i]);
+		sv_cq_push(qp->rcq, &c->qc->done->wc[i], c->qc->done->solicited[i]);
 	c->qc->ndone = 0;
 }
 
@@ -583,10 +586,16 @@ static void complete_recv(struct sv_qp *qp, struct sv_conn *c, const struct sv_w
 	}
 	if (qp->attr.ah_attr.is_global)
 		wc.wc_flags |= IBV_WC_GRH;
-	if (c->qc->ndone == (int)(sizeof(c->qc->done) / sizeof(c->qc->done[0])))
+	if (c->qc->ndone == SV_DONE_MAX)
 		sv_resp_batch_end(qp, c);
-	c->qc->done[c->qc->ndone] = wc;
-	c->qc->done_solicited[c->qc->ndone++] = h->flags & SV_WF_SOLICITED;
+	if (!c->qc->done && !(c->qc->done = malloc(sizeof(*c->qc->done)))) {
+		/* no memory: this one completes at once, after the ACKs so far */
+		sv_resp_batch_end(qp, c);
+		sv_cq_push(qp->rcq, &wc, h->flags & SV_WF_SOLICITED);
+		return;
+	}
+	c->qc->done->wc[c->qc->ndone] = wc;
+	c->qc->done->solicited[c->qc->ndone++] = h->flags & SV_WF_SOLICITED;
 }
 
 /* Its memory was deregistered while the payload arrived: the rest was
