@@ -187,9 +187,13 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 	err = sq_init(&qp->sq, &a->cap, a->pd);
 	if (!err && !a->srq && !is_xrc(a->qp_type))
 		err = sv_rq_init(&qp->rq, a->cap.max_recv_wr, a->cap.max_recv_sge, a->pd);
+	if (!err && (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && a->send_ops_flags &&
+	    !(qp->ex = calloc(1, sizeof(*qp->ex))))
+		err = ENOMEM;
 	if (!err)
 		err = sv_engine_qpn_alloc(node, &qpn);
 	if (err) {
+		free(qp->ex);
 		sv_pd_buf_free(qp->sq.buf_pd, qp->sq.buf, SV_RES_QP_SQ);
 		sv_rq_free(&qp->rq);
 		svst_free(qp->st);
@@ -373,6 +377,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	sv_rq_free(&qp->rq);
 	svst_free(qp->st);
 	pthread_mutex_destroy(&qp->lock);
+	free(qp->ex);
 	free(qp);
 	return 0;
 }

@@ -20,7 +20,7 @@ static void commit_pending(struct sv_qp *qp)
 	qp->ex_pending = false;
 	if (qp->wr_err)
 		return;
-	ret = sv_sq_enqueue(qp, &qp->ex_wr);
+	ret = sv_sq_enqueue(qp, &qp->ex->wr);
 	if (ret)
 		qp->wr_err = ret;
 }
@@ -30,11 +30,11 @@ static void begin(struct ibv_qp_ex *q, enum ibv_wr_opcode op)
 	struct sv_qp *qp = xqp(q);
 
 	commit_pending(qp);
-	memset(&qp->ex_wr, 0, sizeof(qp->ex_wr));
-	qp->ex_wr.wr_id = q->wr_id;
-	qp->ex_wr.send_flags = q->wr_flags;
-	qp->ex_wr.opcode = op;
-	qp->ex_wr.sg_list = qp->ex_sge;
+	memset(&qp->ex->wr, 0, sizeof(qp->ex->wr));
+	qp->ex->wr.wr_id = q->wr_id;
+	qp->ex->wr.send_flags = q->wr_flags;
+	qp->ex->wr.opcode = op;
+	qp->ex->wr.sg_list = qp->ex->sge;
 	qp->ex_pending = true;
 }
 
@@ -43,14 +43,14 @@ static void x_send(struct ibv_qp_ex *q) { begin(q, IBV_WR_SEND); }
 static void x_send_imm(struct ibv_qp_ex *q, __be32 imm)
 {
 	begin(q, IBV_WR_SEND_WITH_IMM);
-	xqp(q)->ex_wr.imm_data = imm;
+	xqp(q)->ex->wr.imm_data = imm;
 }
 
 static void rdma(struct ibv_qp_ex *q, enum ibv_wr_opcode op, uint32_t rkey, uint64_t addr)
 {
 	begin(q, op);
-	xqp(q)->ex_wr.wr.rdma.rkey = rkey;
-	xqp(q)->ex_wr.wr.rdma.remote_addr = addr;
+	xqp(q)->ex->wr.wr.rdma.rkey = rkey;
+	xqp(q)->ex->wr.wr.rdma.remote_addr = addr;
 }
 
 static void x_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
@@ -61,7 +61,7 @@ static void x_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
 static void x_write_imm(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, __be32 imm)
 {
 	rdma(q, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, addr);
-	xqp(q)->ex_wr.imm_data = imm;
+	xqp(q)->ex->wr.imm_data = imm;
 }
 
 static void x_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
@@ -75,10 +75,10 @@ static void atomic(struct ibv_qp_ex *q, enum ibv_wr_opcode op, uint32_t rkey, ui
 	struct sv_qp *qp = xqp(q);
 
 	begin(q, op);
-	qp->ex_wr.wr.atomic.rkey = rkey;
-	qp->ex_wr.wr.atomic.remote_addr = addr;
-	qp->ex_wr.wr.atomic.compare_add = compare_add;
-	qp->ex_wr.wr.atomic.swap = swap;
+	qp->ex->wr.wr.atomic.rkey = rkey;
+	qp->ex->wr.wr.atomic.remote_addr = addr;
+	qp->ex->wr.wr.atomic.compare_add = compare_add;
+	qp->ex->wr.wr.atomic.swap = swap;
 }
 
 static void x_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t compare,
@@ -103,21 +103,21 @@ static void x_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey,
 		      const struct ibv_mw_bind_info *info)
 {
 	begin(q, IBV_WR_BIND_MW);
-	xqp(q)->ex_wr.bind_mw.mw = mw;
-	xqp(q)->ex_wr.bind_mw.rkey = rkey;
-	xqp(q)->ex_wr.bind_mw.bind_info = *info;
+	xqp(q)->ex->wr.bind_mw.mw = mw;
+	xqp(q)->ex->wr.bind_mw.rkey = rkey;
+	xqp(q)->ex->wr.bind_mw.bind_info = *info;
 }
 
 static void x_local_inv(struct ibv_qp_ex *q, uint32_t rkey)
 {
 	begin(q, IBV_WR_LOCAL_INV);
-	xqp(q)->ex_wr.invalidate_rkey = rkey;
+	xqp(q)->ex->wr.invalidate_rkey = rkey;
 }
 
 static void x_send_inv(struct ibv_qp_ex *q, uint32_t rkey)
 {
 	begin(q, IBV_WR_SEND_WITH_INV);
-	xqp(q)->ex_wr.invalidate_rkey = rkey;
+	xqp(q)->ex->wr.invalidate_rkey = rkey;
 }
 static void x_send_tso(struct ibv_qp_ex *q, void *hdr, uint16_t sz, uint16_t mss)
 {
@@ -125,7 +125,7 @@ static void x_send_tso(struct ibv_qp_ex *q, void *hdr, uint16_t sz, uint16_t mss
 }
 static void x_xrc_srqn(struct ibv_qp_ex *q, uint32_t srqn)
 {
-	xqp(q)->ex_wr.qp_type.xrc.remote_srqn = srqn;
+	xqp(q)->ex->wr.qp_type.xrc.remote_srqn = srqn;
 }
 /* ibv_wr_atomic_write(3): the 8 bytes at `wr` are copied now. */
 static void x_atomic_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, const void *wr)
@@ -133,26 +133,26 @@ static void x_atomic_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, co
 	struct sv_qp *qp = xqp(q);
 
 	rdma(q, IBV_WR_ATOMIC_WRITE, rkey, addr);
-	memcpy(qp->ex_inline, wr, 8);
-	qp->ex_sge[0] = (struct ibv_sge){ .addr = (uintptr_t)qp->ex_inline, .length = 8 };
-	qp->ex_wr.num_sge = 1;
+	memcpy(qp->ex->inline_data, wr, 8);
+	qp->ex->sge[0] = (struct ibv_sge){ .addr = (uintptr_t)qp->ex->inline_data, .length = 8 };
+	qp->ex->wr.num_sge = 1;
 }
 
 static void x_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
 {
 	struct sv_qp *qp = xqp(q);
 
-	qp->ex_wr.wr.ud.ah = ah;
-	qp->ex_wr.wr.ud.remote_qpn = qpn;
-	qp->ex_wr.wr.ud.remote_qkey = qkey;
+	qp->ex->wr.wr.ud.ah = ah;
+	qp->ex->wr.wr.ud.remote_qpn = qpn;
+	qp->ex->wr.wr.ud.remote_qkey = qkey;
 }
 
 static void x_sge(struct ibv_qp_ex *q, uint32_t lkey, uint64_t addr, uint32_t length)
 {
 	struct sv_qp *qp = xqp(q);
 
-	qp->ex_sge[0] = (struct ibv_sge){ .addr = addr, .length = length, .lkey = lkey };
-	qp->ex_wr.num_sge = 1;
+	qp->ex->sge[0] = (struct ibv_sge){ .addr = addr, .length = length, .lkey = lkey };
+	qp->ex->wr.num_sge = 1;
 }
 
 static void x_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *list)
@@ -163,8 +163,8 @@ static void x_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *list
 		qp->wr_err = EINVAL;
 		return;
 	}
-	memcpy(qp->ex_sge, list, n * sizeof(*list));
-	qp->ex_wr.num_sge = (int)n;
+	memcpy(qp->ex->sge, list, n * sizeof(*list));
+	qp->ex->wr.num_sge = (int)n;
 }
 
 static void x_inline_list(struct ibv_qp_ex *q, size_t n, const struct ibv_data_buf *bufs)
@@ -173,17 +173,17 @@ static void x_inline_list(struct ibv_qp_ex *q, size_t n, const struct ibv_data_b
 	size_t off = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		if (off + bufs[i].length > sizeof(qp->ex_inline)) {
+		if (off + bufs[i].length > sizeof(qp->ex->inline_data)) {
 			qp->wr_err = EINVAL;
 			return;
 		}
-		memcpy(qp->ex_inline + off, bufs[i].addr, bufs[i].length);
+		memcpy(qp->ex->inline_data + off, bufs[i].addr, bufs[i].length);
 		off += bufs[i].length;
 	}
-	qp->ex_sge[0] = (struct ibv_sge){ .addr = (uintptr_t)qp->ex_inline,
+	qp->ex->sge[0] = (struct ibv_sge){ .addr = (uintptr_t)qp->ex->inline_data,
 					  .length = (uint32_t)off };
-	qp->ex_wr.num_sge = 1;
-	qp->ex_wr.send_flags |= IBV_SEND_INLINE;
+	qp->ex->wr.num_sge = 1;
+	qp->ex->wr.send_flags |= IBV_SEND_INLINE;
 }
 
 static void x_inline(struct ibv_qp_ex *q, void *addr, size_t length)

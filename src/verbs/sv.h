@@ -384,6 +384,13 @@ enum sv_resp_state {
 const char *sv_resp_state_name(enum sv_resp_state s);
 void sv_resp_set(struct sv_qp *qp, enum sv_resp_state s);
 
+/* The work request an ibv_qp_ex builds (verbs/qp_ex.c). */
+struct sv_qp_builder {
+	struct ibv_send_wr wr;
+	struct ibv_sge sge[SV_MAX_SGE];
+	uint8_t inline_data[SV_MAX_INLINE];
+};
+
 struct sv_qp {
 	struct ibv_qp_ex ibqp;       /* prefix: struct ibv_qp */
 	pthread_mutex_t lock;        /* released by application threads with sv_qp_unlock */
@@ -463,10 +470,10 @@ struct sv_qp {
 	struct sv_timer timer;       /* the earliest of the deadlines above (engine/comp.c) */
 	uint32_t async_reported;
 
-	/* qp_ex builder (between wr_start and wr_complete, under qp->lock) */
-	struct ibv_send_wr ex_wr;
-	struct ibv_sge ex_sge[SV_MAX_SGE];
-	uint8_t ex_inline[SV_MAX_INLINE];
+	/* qp_ex builder (between wr_start and wr_complete, under qp->lock);
+	 * its WR only for a QP made with send_ops_flags, the only kind
+	 * ibv_qp_to_qp_ex gives out */
+	struct sv_qp_builder *ex;
 	bool ex_pending;
 	int wr_err;
 	uint32_t wr_start_tail;
