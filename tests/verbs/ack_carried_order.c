@@ -41,9 +41,9 @@ struct side {
 
 /* The last 8 bytes of the peer's WRITE in our buffer (ib_write_lat polls
  * the last byte). */
-static volatile uint64_t *landing(const struct side *s)
+static uint64_t *landing(const struct side *s)
 {
-	return (volatile uint64_t *)(s->e->buf + MSG - 8);
+	return (uint64_t *)(s->e->buf + MSG - 8);
 }
 
 static void post_write(struct side *s, uint64_t r)
@@ -60,9 +60,8 @@ static void wait_landed(struct side *s, uint64_t r)
 {
 	uint64_t deadline = t_now_ms() + 10000;
 
-	while (*landing(s) != r)
+	while (__atomic_load_n(landing(s), __ATOMIC_ACQUIRE) != r)
 		CHECK(t_now_ms() < deadline);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	CHECK_EQ(s->e->buf[0], r & 0xff);
 }
 
@@ -83,7 +82,8 @@ static void *side_run(void *arg)
 		CHECK_EQ(wc.wr_id, r);
 		/* the first side's completion comes with the peer's WRITE r,
 		 * the other's with the peer's WRITE r + 1 */
-		if (r >= STEADY && r < ROUNDS && *landing(s) != (s->first ? r : r + 1))
+		if (r >= STEADY && r < ROUNDS &&
+		    __atomic_load_n(landing(s), __ATOMIC_ACQUIRE) != (s->first ? r : r + 1))
 			s->early++;
 		if (s->first)
 			wait_landed(s, r);
