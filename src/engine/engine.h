@@ -92,6 +92,10 @@ struct sv_done {
 #define SV_RBUF_LEN (256 * 1024)
 uint8_t *sv_stage_take(void);          /* NULL: no memory */
 void sv_stage_give(uint8_t *buf);      /* NULL: nothing */
+/* A socket channel's frames up to SV_STAGE_FRAME bytes are copied into a
+ * lent buffer too, up to SV_STAGE_LEN, and written together (xmit.c). */
+#define SV_STAGE_LEN (64 * 1024)
+#define SV_STAGE_FRAME (16 * 1024)
 
 /* The engine's state for one channel, beside the transport's struct
  * sv_conn (c->qc; the transport allocates up->chan_size bytes for it and
@@ -148,6 +152,11 @@ struct sv_qpchan {
 	 * first: only channels requests come in on need them) */
 	struct sv_done *done;
 	int ndone;
+
+	/* socket channel: frames copied to go in one write (xmit.c), a buffer
+	 * lent while it holds bytes the socket has not taken (NULL: none) */
+	uint8_t *stage;
+	size_t stage_off, stage_len;
 };
 
 /* The engine's answers to the transport (upcalls.c registers them). */
@@ -241,6 +250,7 @@ void sv_engine_protocol_error(struct sv_conn *c, const char *why);
 
 /* xmit.c */
 void sv_xmit_flush(struct sv_conn *c);            /* write pending frames */
+void sv_xmit_drain(struct sv_conn *c);            /* write what the stage holds */
 struct sv_txframe *sv_xmit_resp_slot(struct sv_conn *c);  /* NULL if queue full */
 struct sv_txframe *sv_xmit_rd_resp_slot(struct sv_conn *c, uint32_t psn);
 void sv_xmit_resp_commit(struct sv_conn *c, struct sv_txframe *f);

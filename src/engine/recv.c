@@ -477,6 +477,8 @@ void sv_engine_chan_free(struct sv_conn *c)
 {
 	sv_stage_give(c->qc->rbuf);
 	c->qc->rbuf = NULL;
+	sv_stage_give(c->qc->stage);
+	c->qc->stage = NULL;
 	free(c->qc->resp);
 	c->qc->resp = NULL;
 	free(c->qc->done);

@@ -624,6 +624,7 @@ void sv_engine_qp_teardown(struct sv_qp *qp)
 			sv_xmit_ack_release(c);
 			sv_xmit_flush(c);
 		}
+		sv_xmit_drain(c);                    /* frames staged go before it closes */
 		for (int k = 0; k < c->qc->ndone; k++)
 			sv_cq_push(qp->rcq, &c->qc->done->wc[k], c->qc->done->solicited[k]);
 		c->qc->ndone = 0;

@@ -1,8 +1,9 @@
 /*
- * Staging buffers of the channels' receive machines (recv.c), lent only
- * while a channel holds bytes in one: an idle channel holds none, so
- * connected QPs do not each keep one.  Each thread keeps one spare, so
- * that a batch takes and gives back its buffer without a lock.
+ * Staging buffers of the channels' receive machines (recv.c) and of socket
+ * channels' writes (xmit.c), lent only while a channel holds bytes in one:
+ * an idle channel holds none, so connected QPs do not each keep one.  Each
+ * thread keeps one spare, so that a batch takes and gives back its buffer
+ * without a lock.
  */
 #include <pthread.h>
 #include <stdlib.h>

@@ -114,38 +114,137 @@ static enum sv_wake frame_wake(const struct sv_wire_hdr *h)
 	return (h->flags & SV_WF_SOLICITED) ? SV_WAKE_SOLICITED : SV_WAKE_COMPLETES;
 }
 
+/* The frame's bytes from f->done on, as an iovec (header, then segments). */
+static int frame_iov(const struct sv_txframe *f, struct iovec *iov)
+{
+	size_t hlen = sv_wire_hdr_len(&f->hdr), skip = f->done;
+	int n = 0;
+
+	if (skip < hlen) {
+		iov[n].iov_base = (uint8_t *)&f->hdr + skip;
+		iov[n].iov_len = hlen - skip;
+		n++;
+		skip = 0;
+	} else {
+		skip -= hlen;
+	}
+	for (int i = 0; i < f->nseg; i++) {
+		if (skip >= f->seg[i].iov_len) {
+			skip -= f->seg[i].iov_len;
+			continue;
+		}
+		iov[n].iov_base = (uint8_t *)f->seg[i].iov_base + skip;
+		iov[n].iov_len = f->seg[i].iov_len - skip;
+		skip = 0;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * The stage.  A socket channel copies each small frame into its stage and
+ * writes the stage when the flush ends (or the stage is full): a batch of
+ * frames costs one system call, where each frame cost one, which on a
+ * network is the whole cost of a small message.  The stage is a buffer
+ * lent (stage.c) while it holds bytes.  Ring channels write records in
+ * place and never stage.
+ */
+static bool stage_empty(const struct sv_conn *c)
+{
+	return c->qc->stage_off == c->qc->stage_len;
+}
+
+/* Write what the stage holds; true once it is all gone. */
+static bool stage_drain(struct sv_conn *c)
+{
+	while (!stage_empty(c)) {
+		struct iovec iov = { c->qc->stage + c->qc->stage_off,
+				     c->qc->stage_len - c->qc->stage_off };
+		ssize_t r = sv_conn_writev(c, &iov, 1);
+
+		if (r <= 0)
+			return false;
+		c->qc->stage_off += (size_t)r;
+	}
+	c->qc->stage_off = c->qc->stage_len = 0;
+	sv_stage_give(c->qc->stage);         /* NULL: none was lent */
+	c->qc->stage = NULL;
+	return true;
+}
+
+/* Not a fatal NAK: its QP goes to ERR once it is written, which closes
+ * the channel, and it must be on the socket by then.  Without a buffer
+ * (no memory) frames go one by one. */
+static bool stage_takes(struct sv_conn *c, const struct sv_txframe *f)
+{
+	if ((c->caps & SV_CAP_MAPPED) || f->done || f->fatal || f->total > SV_STAGE_FRAME)
+		return false;
+	if (!c->qc->stage)
+		c->qc->stage = sv_stage_take();
+	return c->qc->stage != NULL;
+}
+
+static bool frame_write(struct sv_conn *c, struct sv_txframe *f);
+
+/* Copy `f` whole into the stage, draining it first if there is no room.
+ * False if the socket would not take the stage. */
+static bool stage_put(struct sv_conn *c, struct sv_txframe *f)
+{
+	struct iovec iov[SV_PLACE_MAX_SEG + 1];
+	uint8_t *to;
+	int n;
+
+	if (SV_STAGE_LEN - c->qc->stage_len < f->total) {
+		if (!stage_drain(c))
+			return false;
+		if (!stage_takes(c, f))              /* given back: take one again */
+			return frame_write(c, f);
+	}
+	if (f->mr_pd) {
+		int held = frame_mr_hold(c, f);
+
+		if (held < 0)
+			return frame_write(c, f);   /* it became a fatal NAK */
+		if (!held)
+			return false;
+	}
+	n = frame_iov(f, iov);
+	to = c->qc->stage + c->qc->stage_len;
+	sv_dma_begin();
+	for (int i = 0; i < n; i++) {
+		memcpy(to, iov[i].iov_base, iov[i].iov_len);
+		to += iov[i].iov_len;
+	}
+	sv_dma_end();
+	if (f->mr_pd)
+		sv_mr_unlock();
+	SV_CAPTURE(sv_capture_tx(c, f, (ssize_t)f->total));
+	c->qc->stage_len += f->total;
+	f->done = f->total;
+	return true;
+}
+
+void sv_xmit_drain(struct sv_conn *c)
+{
+	if (c->connected && !c->dead && !stage_empty(c))
+		stage_drain(c);
+}
+
 /* Write as much of `f` as the channel takes.  Returns true when complete. */
 static bool frame_write(struct sv_conn *c, struct sv_txframe *f)
 {
 	struct iovec iov[SV_PLACE_MAX_SEG + 1];
-	size_t hlen;
 
 	frame_shorten(c, f);
 	c->wake_hint = frame_wake(&f->hdr);
-	hlen = sv_wire_hdr_len(&f->hdr);
+	if (stage_takes(c, f))
+		return stage_put(c, f);
+	if (!stage_drain(c))                 /* the stage's frames go first */
+		return false;
 	while (f->done < f->total) {
-		size_t skip = f->done;
-		int n = 0;
+		int n = frame_iov(f, iov);
 		ssize_t r;
 
-		if (skip < hlen) {
-			iov[n].iov_base = (uint8_t *)&f->hdr + skip;
-			iov[n].iov_len = hlen - skip;
-			n++;
-			skip = 0;
-		} else {
-			skip -= hlen;
-		}
-		for (int i = 0; i < f->nseg; i++) {
-			if (skip >= f->seg[i].iov_len) {
-				skip -= f->seg[i].iov_len;
-				continue;
-			}
-			iov[n].iov_base = (uint8_t *)f->seg[i].iov_base + skip;
-			iov[n].iov_len = f->seg[i].iov_len - skip;
-			skip = 0;
-			n++;
-		}
 		if (f->mr_pd) {
 			int held = frame_mr_hold(c, f);
 
@@ -455,11 +554,8 @@ void sv_xmit_flush(struct sv_conn *c)
 	/* Building a frame can fail a WQE and take the QP to ERR, which closes
 	 * this channel: stop as soon as it is closed. */
 	while ((f = next_frame(c)) && !c->closed) {
-		if (!frame_write(c, f)) {
-			if (!c->dead)
-				sv_conn_want_out(c, true);
-			return;
-		}
+		if (!frame_write(c, f))
+			goto full;
 		frame_done(c, f);
 		if (f->fatal) {                  /* a NAK of frame_mr_hold's */
 			f->fatal = false;
@@ -468,8 +564,15 @@ void sv_xmit_flush(struct sv_conn *c)
 		if (c->closed)
 			return;
 	}
-	if (!c->closed)
+	if (c->closed)
+		return;
+	if (stage_drain(c)) {
 		sv_conn_want_out(c, false);
+		return;
+	}
+full:
+	if (!c->dead)
+		sv_conn_want_out(c, true);
 }
 
 void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src,

@@ -64,9 +64,10 @@ struct sv_fault_verdict sv_fault_draw(struct sv_fault_rng *r)
 	return v;
 }
 
-bool sv_fault_applies(const struct sv_wire_hdr *h)
+bool sv_fault_applies(const uint8_t *frame)
 {
-	const struct sv_opinfo *oi = sv_op_info(h->opcode);   /* a byte: either order */
+	/* a byte: either order */
+	const struct sv_opinfo *oi = sv_op_info(frame[offsetof(struct sv_wire_hdr, opcode)]);
 
 	return oi && !(oi->flags & SV_OPF_CTRL);
 }

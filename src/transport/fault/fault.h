@@ -42,8 +42,9 @@ struct sv_fault_rng {
 /* Set r for a channel of `kind`; false when that kind has no faults. */
 bool sv_fault_rng_init(struct sv_fault_rng *r, enum sv_fault_kind kind, bool outbound);
 struct sv_fault_verdict sv_fault_draw(struct sv_fault_rng *r);
-/* Is this (wire-order) header's frame subject to faults?  Not control frames. */
-bool sv_fault_applies(const struct sv_wire_hdr *h);
+/* Is this frame (its wire bytes, at any alignment: frames follow each other
+ * in one write) subject to faults?  Not control frames. */
+bool sv_fault_applies(const uint8_t *frame);
 /* frame (header, payload) of len bytes, with room for 4 more: marks it
  * checked, appends its CRC32C; returns the new length. */
 size_t sv_fault_seal(uint8_t *frame, size_t len);

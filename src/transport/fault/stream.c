@@ -157,7 +157,7 @@ static int out_frame(struct sv_fault_stream *s, uint8_t *f, size_t len)
 {
 	struct sv_fault_verdict v;
 
-	if (!sv_fault_applies((const struct sv_wire_hdr *)f))
+	if (!sv_fault_applies(f))
 		return buf_put(&s->out, f, len) ? -ENOMEM : out_release_held(s);
 	v = sv_fault_draw(&s->rng);
 	if (v.drop) {
