@@ -85,6 +85,21 @@ void sv_engine_cq_sleep(struct sv_node *node, struct sv_cq *cq);
  * would leave the channel readable with no event. */
 void sv_engine_cq_fired(struct sv_cq *cq);
 
+/* Sends batched across posts (engine/batch.c).  A post may leave its
+ * requests queued (true: no kick); sv_batch_posted ends every post.  Every
+ * poll, arm and slower verb writes what waits (sv_engine_batch_flush), as
+ * does the progress thread's tick; ibv_destroy_qp forgets its QP's. */
+bool sv_batch_defer(struct sv_node *node, struct sv_qp *qp);
+void sv_batch_posted(struct sv_qp *qp);
+void sv_batch_flush(struct sv_node *node);
+void sv_batch_forget(struct sv_qp *qp);
+extern bool sv_batch_waiting;
+static inline void sv_engine_batch_flush(struct sv_node *node)
+{
+	if (__atomic_load_n(&sv_batch_waiting, __ATOMIC_RELAXED))
+		sv_batch_flush(node);
+}
+
 /* Every poll of `cq` by an application thread (cheap): `work` is 1 for
  * the poll itself, then the number of completions it returned. */
 void sv_engine_polling(struct sv_cq *cq, uint32_t work);

@@ -281,8 +281,10 @@ int sv_engine_spin_tick(struct sv_node *node, uint64_t now)
 {
 	struct sv_list *pos, *tmp;
 
+	sv_engine_batch_flush(node);         /* the program went elsewhere */
 	if (!__atomic_load_n(&drv.spinning, __ATOMIC_SEQ_CST) &&
-	    now - __atomic_load_n(&drv.last_spin_ns, __ATOMIC_RELAXED) > SV_SPIN_LINGER_NS)
+	    now - __atomic_load_n(&drv.last_spin_ns, __ATOMIC_RELAXED) > SV_SPIN_LINGER_NS &&
+	    !__atomic_load_n(&sv_batch_waiting, __ATOMIC_SEQ_CST))
 		return -1;
 	pthread_mutex_lock(&drv.lock);
 	sv_list_for_each_safe(pos, tmp, &drv.cqs) {
@@ -521,6 +523,7 @@ void sv_engine_release_all_acks(struct sv_node *node)
 	struct sv_list *pos, *tmp;
 	int k = 0;
 
+	sv_engine_batch_flush(node);         /* sends batched go too */
 	if (!__atomic_load_n(&drv.acks_held, __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n(&drv.acks_held, false, __ATOMIC_SEQ_CST);

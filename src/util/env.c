@@ -46,6 +46,11 @@ const char *sv_pcap_dir(void)
 	return sv_env_str("SOFTVERBS_PCAP");
 }
 
+bool sv_batch_enabled(void)
+{
+	return sv_env_int("SOFTVERBS_BATCH", 1) != 0;
+}
+
 /* ---- SOFTVERBS_FAULT ---- */
 
 static const char *const fault_kind_name[SV_FAULT_NKINDS] = {

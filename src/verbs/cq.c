@@ -112,6 +112,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 
 	if (num_entries < 0)
 		return -1;
+	sv_engine_batch_flush(node);
 	sv_engine_polling(cq, 1);
 	/* Cheap emptiness check first: pollers spin here. */
 	if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
@@ -143,6 +144,7 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	/* the application is about to wait for an event, not to poll */
 	sv_engine_spin_end(to_sctx(ibcq->context)->node, cq);
 	sv_engine_release_acks(to_sctx(ibcq->context)->node, cq);
+	sv_engine_batch_flush(to_sctx(ibcq->context)->node);
 	pthread_mutex_lock(&cq->lock);
 	/* atomic stores: posters read them without the lock (sv_engine_posting) */
 	if (solicited_only)
@@ -211,6 +213,7 @@ static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 
 	if (attr->comp_mask)
 		return EINVAL;
+	sv_engine_batch_flush(node);
 	sv_engine_polling(cq, 1);
 	if (cq->batch_i == cq->batch_n &&
 	    __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED))

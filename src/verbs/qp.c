@@ -357,6 +357,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct sv_node *node = to_sctx(ibqp->context)->node;
 
 	sv_engine_release_all_acks(node);
+	sv_batch_forget(qp);
 	sv_engine_qp_unlink(node, qp);
 	sv_engine_wait_drivers(node);
 	sv_mw_qp_gone(ibqp->qp_num);
