@@ -449,8 +449,8 @@ void sv_capture_tx(struct sv_conn *c, const struct sv_txframe *f, ssize_t wrote)
 	if (h.flags & SV_WF_PULL) {        /* the descriptors name our own memory */
 		n = h.len / sizeof(struct sv_wire_pull);
 		for (int i = 0; i < n; i++)
-			pulled[i] = (struct iovec){ (void *)(uintptr_t)c->qc->pull[i].addr,
-						    c->qc->pull[i].len };
+			pulled[i] = (struct iovec){ (void *)(uintptr_t)c->qc->pull->desc[i].addr,
+						    c->qc->pull->desc[i].len };
 		iov = pulled;
 		len = h.rlen;
 	}

@@ -81,6 +81,15 @@ struct sv_txframe {
 
 #define SV_RESPQ_LEN 32
 
+/* A pulled SEND's descriptors: of the request on the wire (outbound), or
+ * of the one being received, with the receive segments it is read into
+ * (inbound).  Made at a channel's first (sv_pulled_get): most never carry one. */
+struct sv_pulled {
+	struct sv_wire_pull desc[SV_WIRE_MAX_SGE];
+	struct iovec dst[SV_WIRE_MAX_SGE];
+	int ndst;
+};
+
 #define SV_DONE_MAX 16
 struct sv_done {
 	struct ibv_wc wc[SV_DONE_MAX];
@@ -109,9 +118,7 @@ struct sv_qpchan {
 	bool turn_ok;                /* both ways: outbound, requests may come in
 				      * (we said so); inbound, ours may go out (the
 				      * peer did) (req.c) */
-	/* descriptors of a pulled SEND: of the request on the wire (outbound),
-	 * or of the one being received (inbound; resp.c takes them nowhere else) */
-	struct sv_wire_pull pull[SV_WIRE_MAX_SGE];
+	struct sv_pulled *pull;      /* pulled SENDs (NULL: none yet) */
 	struct sv_cq *drive_cq;      /* CQ whose pollers check this channel (drive.c) */
 	struct sv_cq *drive_cq2;     /* TCP: the other CQ of the QP */
 	/* read by spinning pollers without the QP lock (drive.c) */
@@ -216,6 +223,7 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c);    /* payload placed */
 void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now);
 void sv_resp_batch_end(struct sv_qp *qp, struct sv_conn *c);  /* flush, then complete */
 void sv_resp_xrc_release(struct sv_qp *qp);   /* an XRC target's SRQ and CQ: let go */
+struct sv_pulled *sv_pulled_get(struct sv_conn *c);       /* NULL: no memory */
 /* A datagram whose source (h->src_qpn, from host `src`) the transport has
  * checked: the completion and the GRH report that source. */
 void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *payload,

@@ -483,6 +483,8 @@ void sv_engine_chan_free(struct sv_conn *c)
 	c->qc->resp = NULL;
 	free(c->qc->done);
 	c->qc->done = NULL;
+	free(c->qc->pull);
+	c->qc->pull = NULL;
 }
 
 /* Answer a HELLO whose peer is verified (engine/verify.c): HELLO_ACK, with

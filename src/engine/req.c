@@ -44,7 +44,7 @@ static const uint8_t wr_to_op[] = {
 
 static enum ibv_wc_status add_pull(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe *f)
 {
-	struct sv_conn *c = qp->out;
+	struct sv_wire_pull *desc = qp->out->qc->pull->desc;
 	struct iovec iov[SV_PLACE_MAX_SEG];
 	enum ibv_wc_status st;
 	size_t total;
@@ -58,14 +58,14 @@ static enum ibv_wc_status add_pull(struct sv_qp *qp, struct sv_swqe *w, struct s
 	for (uint32_t i = 0, k = 0; i < w->num_sge && k < (uint32_t)n; i++) {
 		if (!w->sge[i].length)
 			continue;
-		c->qc->pull[k].addr = (uintptr_t)iov[k].iov_base;
-		c->qc->pull[k].len = (uint32_t)iov[k].iov_len;
-		c->qc->pull[k].key = w->sge[i].lkey;
+		desc[k].addr = (uintptr_t)iov[k].iov_base;
+		desc[k].len = (uint32_t)iov[k].iov_len;
+		desc[k].key = w->sge[i].lkey;
 		k++;
 	}
 	f->hdr.flags |= SV_WF_PULL;
 	f->hdr.rlen = total;
-	sv_frame_add(f, c->qc->pull, n * sizeof(c->qc->pull[0]));
+	sv_frame_add(f, desc, n * sizeof(desc[0]));
 	return IBV_WC_SUCCESS;
 }
 
@@ -78,9 +78,11 @@ static enum ibv_wc_status add_payload(struct sv_qp *qp, struct sv_swqe *w, struc
 		sv_frame_add(f, (uint8_t *)&w->sge[qp->sq.max_sge], w->length);
 		return IBV_WC_SUCCESS;
 	}
+	/* (without memory for the descriptors the data goes in the frame) */
 	if (qp->out && qp->out->pull_ok && w->length >= SV_PULL_MIN &&
 	    qp->ibqp.qp_base.qp_type == IBV_QPT_RC &&
-	    (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM))
+	    (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) &&
+	    sv_pulled_get(qp->out))
 		return add_pull(qp, w, f);
 	st = sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_READ,
 			      f->seg, &f->nseg, &total);

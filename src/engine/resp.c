@@ -128,27 +128,40 @@ static bool pull_valid(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire
 	       h->len / sizeof(struct sv_wire_pull) <= SV_WIRE_MAX_SGE && h->rlen;
 }
 
+struct sv_pulled *sv_pulled_get(struct sv_conn *c)
+{
+	if (!c->qc->pull)
+		c->qc->pull = malloc(sizeof(*c->qc->pull));
+	return c->qc->pull;
+}
+
 /* The receive WQE's segments, translated with the MR lock held by the caller. */
-static enum ibv_wc_status pull_dst(struct sv_qp *qp, size_t *total)
+static enum ibv_wc_status pull_dst(struct sv_qp *qp, struct sv_pulled *p, size_t *total)
 {
 	struct sv_rwqe *w = &qp->rctx.wqe.w;
 
 	return sv_sges_translate(qp->rctx.pd, w->sge, w->num_sge, SV_LOCAL_WRITE,
-				 qp->rctx.dst, &qp->rctx.ndst, total);
+				 p->dst, &p->ndst, total);
 }
 
 static void pull_begin(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
+	struct sv_pulled *p = sv_pulled_get(c);
 	enum ibv_wc_status st;
 	size_t total;
 
+	if (!p) {
+		resp_fail(qp, SV_NAK_REM_OP, IBV_WC_LOC_QP_OP_ERR,
+			  "no memory for a pulled SEND's descriptors");
+		return;
+	}
 	sv_mr_rdlock();
-	st = pull_dst(qp, &total);
+	st = pull_dst(qp, p, &total);
 	sv_mr_unlock();
 	if (!rwqe_fits(qp, st, total, h->rlen))
 		return;
 	qp->rctx.pull = true;
-	c->qc->place.seg[0].iov_base = c->qc->pull;
+	c->qc->place.seg[0].iov_base = p->desc;
 	c->qc->place.seg[0].iov_len = h->len;
 	c->qc->place.nseg = 1;
 	c->qc->place.discard = false;
@@ -160,18 +173,19 @@ static void pull_begin(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire
 static ssize_t pull_copy(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h,
 			 int n)
 {
+	struct sv_pulled *p = c->qc->pull;
 	size_t total;
 	ssize_t r;
 
 	sv_mr_rdlock();
-	if (pull_dst(qp, &total) != IBV_WC_SUCCESS || total < h->rlen) {
+	if (pull_dst(qp, p, &total) != IBV_WC_SUCCESS || total < h->rlen) {
 		sv_mr_unlock();
 		receive_fail(qp, h->rlen, total, true);
 		return 0;
 	}
-	r = sv_chan_pull(c, c->qc->pull, n, qp->rctx.dst, qp->rctx.ndst, h->rlen);
+	r = sv_chan_pull(c, p->desc, n, p->dst, p->ndst, h->rlen);
 	if (r >= 0)
-		SV_CAPTURE(sv_capture_pulled(qp, qp->rctx.dst, qp->rctx.ndst));
+		SV_CAPTURE(sv_capture_pulled(qp, p->dst, p->ndst));
 	sv_mr_unlock();
 	return r;
 }
@@ -183,7 +197,7 @@ static void pull_end(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_h
 	ssize_t r;
 
 	for (int i = 0; i < n; i++)
-		sum += c->qc->pull[i].len;
+		sum += c->qc->pull->desc[i].len;
 	r = sum == h->rlen ? pull_copy(qp, c, h, n) : -EINVAL;
 	if (r < 0) {
 		/* the requester's own memory failed: its request was invalid */
@@ -480,7 +494,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 	const struct sv_opinfo *oi = sv_op_info(h->opcode);
 	uint32_t qpt = sv_qp_is_rc(qp) ? SV_QPT_RC : SV_QPT_UC;
 
-	memset(&qp->rctx, 0, offsetof(typeof(qp->rctx), dst));
+	memset(&qp->rctx, 0, offsetof(typeof(qp->rctx), wqe));
 	qp->rctx.conn = c;
 	qp->rctx.drop = true;
 	qp->rctx.pd = qp->ibqp.qp_base.pd;

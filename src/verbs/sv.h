@@ -455,8 +455,6 @@ struct sv_qp {
 		bool pull;               /* a pulled SEND: data comes from the peer */
 		struct ibv_pd *pd;       /* its accesses are checked in (an XRC SRQ's) */
 		const void *conn;        /* the channel it came on */
-		int ndst;                /* ... into these receive segments */
-		struct iovec dst[SV_MAX_SGE];
 		union {
 			struct sv_rwqe w;
 			uint8_t raw[sizeof(struct sv_rwqe) + SV_MAX_SGE * sizeof(struct sv_sge)];
