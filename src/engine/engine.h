@@ -140,7 +140,7 @@ struct sv_qpchan {
 	struct sv_txframe req;
 	struct sv_txframe *resp;     /* SV_RESPQ_LEN of them, from the first response on */
 	uint32_t resp_head, resp_tail;
-	struct sv_txframe ctrl;      /* HELLO / HELLO_ACK */
+	struct sv_txframe *ctrl;     /* HELLO, VERIFY and their answers (ctrl.c; NULL: none) */
 	/* inbound ring channel: the ACK to publish in the ring (not a frame) */
 	bool ack_word_pending;
 	uint32_t ack_word_psn;
@@ -281,6 +281,14 @@ void sv_xmit_nak(struct sv_conn *c, struct sv_qp *qp, uint32_t psn, enum sv_nak 
 /* A control frame in the channel's ctrl slot (free), written now. */
 void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src,
 		  uint64_t data0, uint32_t imm);
+/* ctrl.c: the channel's control frame, lent while one is in flight */
+struct sv_txframe *sv_ctrl_frame(struct sv_conn *c);    /* NULL: in flight, or no memory */
+struct sv_txframe *sv_ctrl_pending(struct sv_conn *c);  /* the one to write (NULL: none) */
+void sv_ctrl_free(struct sv_conn *c);
+static inline bool sv_ctrl_busy(const struct sv_conn *c)
+{
+	return c->qc->ctrl && c->qc->ctrl->in_use;
+}
 void sv_frame_init(struct sv_txframe *f, enum sv_op op, uint32_t dst, uint32_t src, uint32_t psn);
 void sv_frame_add(struct sv_txframe *f, void *addr, size_t len);
 

@@ -485,6 +485,7 @@ void sv_engine_chan_free(struct sv_conn *c)
 	c->qc->done = NULL;
 	free(c->qc->pull);
 	c->qc->pull = NULL;
+	sv_ctrl_free(c);
 }
 
 /* Answer a HELLO whose peer is verified (engine/verify.c): HELLO_ACK, with
@@ -494,10 +495,11 @@ bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp)
 {
 	const struct sv_wire_hdr *h = &c->qc->hello;
 	uint64_t seg_va;
-	struct sv_txframe *f = &c->qc->ctrl;
+	struct sv_txframe *f;
 
 	sv_xmit_flush(c);            /* an answer to a question may still wait */
-	if (c->qc->ctrl.in_use)
+	f = sv_ctrl_frame(c);
+	if (!f)
 		return false;
 	/* requests complete there (an XRC target's: in their SRQs' CQs) */
 	c->wake_fd = sv_cq_wake_fd(sv_qp_is_xrc_tgt(qp) ? NULL : qp->rcq);
@@ -516,7 +518,7 @@ bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp)
 	}
 	sv_wire_encode(&f->hdr);
 	sv_xmit_flush(c);
-	if (c->qc->ctrl.in_use)
+	if (sv_ctrl_busy(c))
 		return false;        /* a fresh socket takes 64 bytes; anything else is broken */
 	if (seg_va) {
 		sv_conn_shm_start(c);

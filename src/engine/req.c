@@ -559,8 +559,13 @@ void sv_req_start_link(struct sv_qp *qp)
 void sv_req_on_connected(struct sv_qp *qp)
 {
 	struct sv_conn *c = qp->out;
-	struct sv_txframe *f = &c->qc->ctrl;
+	struct sv_txframe *f = sv_ctrl_frame(c);
 	uint64_t seg_va;
+
+	if (!f) {
+		sv_req_link_failed(qp);          /* no memory: connect again later */
+		return;
+	}
 
 	/* rings (and our segment) for a same-host peer of our own user only;
 	 * responses come back to the send CQ */

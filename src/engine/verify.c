@@ -106,7 +106,7 @@ static void ask(struct sv_qp *qp, struct sv_conn *c)
 {
 	struct sv_conn *out = qp->out;
 
-	if (!out || !out->connected || out->dead || out->qc->ctrl.in_use ||
+	if (!out || !out->connected || out->dead || sv_ctrl_busy(out) ||
 	    (qp->link != SV_LINK_HELLO && qp->link != SV_LINK_UP))
 		return;
 	set_state(c, SV_PEER_ASKED);
@@ -169,7 +169,7 @@ void sv_verify_on_question(struct sv_qp *qp, struct sv_conn *c)
 		sv_engine_protocol_error(c, "VERIFY from another QP than its HELLO's");
 		return;
 	}
-	if (c->qc->ctrl.in_use)
+	if (sv_ctrl_busy(c))
 		return;              /* the asker's candidate expires; its peer reconnects */
 	sv_xmit_ctrl(c, SV_OP_VERIFY_ACK, h->src_qpn, qp->ibqp.qp_base.qp_num, h->data0, yes);
 }

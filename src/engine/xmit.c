@@ -511,8 +511,8 @@ static struct sv_txframe *next_frame(struct sv_conn *c)
 		return &c->qc->req;
 	if (f && f->done)
 		return f;
-	if (c->qc->ctrl.in_use)
-		return &c->qc->ctrl;
+	if (sv_ctrl_pending(c))
+		return c->qc->ctrl;
 	if (!c->qc->qp)
 		return NULL;
 	if (f)
@@ -533,7 +533,7 @@ static void frame_done(struct sv_conn *c, struct sv_txframe *f)
 		__atomic_store_n(&c->qc->tx_since_rx, c->qc->tx_since_rx + 1, __ATOMIC_RELAXED);
 		sv_req_sent(c->qc->qp, f->wqe_idx);
 	}
-	else if (f != &c->qc->ctrl) {
+	else if (f != c->qc->ctrl) {
 		c->qc->resp_head++;
 		if (c->paused && c->qc->qp && c->qc->resp_tail - c->qc->resp_head <= SV_RESPQ_LEN / 2)
 			sv_conn_pause(c, false);    /* responder may take requests again */
@@ -578,9 +578,13 @@ full:
 void sv_xmit_ctrl(struct sv_conn *c, enum sv_op op, uint32_t dst, uint32_t src,
 		  uint64_t data0, uint32_t imm)
 {
-	sv_frame_init(&c->qc->ctrl, op, dst, src, 0);
-	c->qc->ctrl.hdr.data0 = data0;
-	c->qc->ctrl.hdr.imm = imm;
-	frame_seal(&c->qc->ctrl);
+	struct sv_txframe *f = sv_ctrl_frame(c);
+
+	if (!f)
+		return;             /* no memory: as if lost, the peer asks again */
+	sv_frame_init(f, op, dst, src, 0);
+	f->hdr.data0 = data0;
+	f->hdr.imm = imm;
+	frame_seal(f);
 	sv_xmit_flush(c);
 }
