@@ -308,10 +308,15 @@ static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wir
 	}
 	if (h->opcode == SV_OP_ATOMIC_WRITE)
 		return;             /* acknowledged as a WRITE is (sv_resp_end) */
-	qp->atomic_seen[qp->atomic_seen_next].psn = h->psn;
-	qp->atomic_seen[qp->atomic_seen_next].orig = orig;
-	qp->atomic_seen[qp->atomic_seen_next].valid = true;
-	qp->atomic_seen_next = (qp->atomic_seen_next + 1) % SV_ATOMIC_SEEN;
+	/* (without memory a duplicate gets nothing, as one too old to be kept) */
+	if (!qp->atomic_seen)
+		qp->atomic_seen = calloc(SV_ATOMIC_SEEN, sizeof(*qp->atomic_seen));
+	if (qp->atomic_seen) {
+		qp->atomic_seen[qp->atomic_seen_next].psn = h->psn;
+		qp->atomic_seen[qp->atomic_seen_next].orig = orig;
+		qp->atomic_seen[qp->atomic_seen_next].valid = true;
+		qp->atomic_seen_next = (qp->atomic_seen_next + 1) % SV_ATOMIC_SEEN;
+	}
 	atomic_respond(qp, c, h, orig);
 }
 
@@ -319,7 +324,7 @@ static void exec_atomic(struct sv_qp *qp, struct sv_conn *c, const struct sv_wir
  * kept; an older one gets nothing, as its requester gave up long ago. */
 static void atomic_again(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	for (int i = 0; i < SV_ATOMIC_SEEN; i++)
+	for (int i = 0; qp->atomic_seen && i < SV_ATOMIC_SEEN; i++)
 		if (qp->atomic_seen[i].valid && qp->atomic_seen[i].psn == h->psn) {
 			atomic_respond(qp, c, h, qp->atomic_seen[i].orig);
 			return;

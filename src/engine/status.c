@@ -24,6 +24,8 @@ const uint8_t sv_stat_op[SV_OP_MAX] = {
 	[SV_OP_VERIFY] = SVST_OP_CTRL, [SV_OP_VERIFY_ACK] = SVST_OP_CTRL,
 };
 
+static_assert(SVST_ERR_LEN == SV_QP_ERR_LEN, "a QP's explanation fits its record whole");
+
 /* A channel's kind, short, from its transport's name. */
 static const struct { const char *name, *kind; } kinds[] = {
 	{ "shared memory", "shm" }, { "unix socket", "unix" }, { "tcp", "tcp" },
@@ -77,7 +79,10 @@ void sv_engine_status_qp(struct sv_qp *qp)
 		strcpy(r->chan[0].kind, "udp");
 		r->chan[0].state = SVST_CHAN_UP;
 	}
-	memcpy(r->last_err, qp->last_err, sizeof(r->last_err));
+	if (qp->last_err)
+		memcpy(r->last_err, qp->last_err, sizeof(r->last_err));
+	else
+		r->last_err[0] = 0;
 	r->last_err[sizeof(r->last_err) - 1] = 0;
 	svst_write_end(&r->h);
 	sv_stat_flush(qp);

@@ -32,15 +32,18 @@ uint64_t sv_rnr_timer_ns(uint8_t t)
 
 void sv_qp_explain(struct sv_qp *qp, const char *fmt, ...)
 {
-	int n = snprintf(qp->last_err, sizeof(qp->last_err), "QP %#x: ",
-			 qp->ibqp.qp_base.qp_num);
+	char why[SV_QP_ERR_LEN];
+	int n = snprintf(why, sizeof(why), "QP %#x: ", qp->ibqp.qp_base.qp_num);
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(qp->last_err + n, sizeof(qp->last_err) - (size_t)n, fmt, ap);
+	vsnprintf(why + n, sizeof(why) - (size_t)n, fmt, ap);
 	va_end(ap);
+	/* most QPs never have one: its room is made at the first (QP lock held) */
+	if (qp->last_err || (qp->last_err = calloc(1, sizeof(why))))
+		memcpy(qp->last_err, why, strlen(why) + 1);
 	sv_engine_status_qp(qp);
-	sv_err("%s", qp->last_err);
+	sv_err("%s", why);
 }
 
 void sv_qp_async(struct sv_qp *qp, enum ibv_event_type type)
@@ -379,6 +382,8 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	svst_free(qp->st);
 	pthread_mutex_destroy(&qp->lock);
 	free(qp->ex);
+	free(qp->last_err);
+	free(qp->atomic_seen);
 	free(qp);
 	return 0;
 }

@@ -321,7 +321,8 @@ static void apply_transition(struct sv_qp *qp, enum ibv_qp_state cur, enum ibv_q
 		if (cur == IBV_QPS_INIT) {
 			qp->epsn = qp->attr.rq_psn;
 			/* a reused QP answers no duplicate with an old result */
-			memset(qp->atomic_seen, 0, sizeof(qp->atomic_seen));
+			if (qp->atomic_seen)
+				memset(qp->atomic_seen, 0, SV_ATOMIC_SEEN * sizeof(*qp->atomic_seen));
 			qp->peer_qpn = qp->attr.dest_qp_num;
 			if (qp->ibqp.qp_base.qp_type != IBV_QPT_UD)
 				sv_req_start_link(qp);

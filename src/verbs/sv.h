@@ -368,6 +368,13 @@ const char *sv_swqe_state_name(enum sv_swqe_state s);
 
 #define SV_ATOMIC_SEEN SV_MAX_RD_ATOM   /* atomic results kept for duplicates: a
 					* requester has no more in flight */
+struct sv_atomic_seen {
+	uint32_t psn;
+	bool valid;
+	uint64_t orig;
+};
+
+#define SV_QP_ERR_LEN 256                /* an explained error, kept (sv_qp_explain) */
 
 /* The RC responder (engine/resp.c).  UC and UD stay OPEN. */
 enum sv_resp_state {
@@ -480,17 +487,13 @@ struct sv_qp {
 	int wr_err;
 	uint32_t wr_start_tail;
 
-	char last_err[256];          /* the last error, explained (sv_qp_explain) */
+	char *last_err;              /* the last error, explained (sv_qp_explain; NULL: none) */
 	struct svst_qp *st;          /* its status record (engine/status.c) */
 
 	/* responder: the latest atomics' results, answered again to a
 	 * duplicate (a lost response) instead of executing it twice (resp.c);
-	 * kept out of the hot fields above */
-	struct {
-		uint32_t psn;
-		bool valid;
-		uint64_t orig;
-	} atomic_seen[SV_ATOMIC_SEEN];
+	 * SV_ATOMIC_SEEN of them, made at the first atomic */
+	struct sv_atomic_seen *atomic_seen;
 	uint32_t atomic_seen_next;
 };
 
