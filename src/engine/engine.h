@@ -137,7 +137,7 @@ struct sv_qpchan {
 	bool rx_drained;             /* TCP: a read this wake-up came back short */
 
 	/* transmit: requester frame (outbound) or response queue (inbound) */
-	struct sv_txframe req;
+	struct sv_txframe *req;      /* made at the first request (NULL: none, as on most inbound) */
 	struct sv_txframe *resp;     /* SV_RESPQ_LEN of them, from the first response on */
 	uint32_t resp_head, resp_tail;
 	struct sv_txframe *ctrl;     /* HELLO, VERIFY and their answers (ctrl.c; NULL: none) */
@@ -193,6 +193,7 @@ void sv_engine_acks_held_mark(void);
 
 /* req.c */
 bool sv_req_fill(struct sv_qp *qp, struct sv_txframe *f);   /* next request frame */
+struct sv_txframe *sv_req_frame(struct sv_conn *c);         /* c's, made (NULL: no memory) */
 void sv_req_sent(struct sv_qp *qp, uint32_t wqe_idx);       /* fully written */
 void sv_req_rewind(struct sv_qp *qp, uint32_t idx);         /* resend from SQ index */
 void sv_req_arm_ack_timer(struct sv_qp *qp);

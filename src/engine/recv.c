@@ -485,6 +485,8 @@ void sv_engine_chan_free(struct sv_conn *c)
 	c->qc->done = NULL;
 	free(c->qc->pull);
 	c->qc->pull = NULL;
+	free(c->qc->req);
+	c->qc->req = NULL;
 	sv_ctrl_free(c);
 }
 

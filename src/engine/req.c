@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <arpa/inet.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -289,6 +290,20 @@ static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 	return false;
 }
 
+/* An inbound channel carries requests only when turned (TCP), so the
+ * frame is made when a channel first carries one and kept until it goes. */
+struct sv_txframe *sv_req_frame(struct sv_conn *c)
+{
+	if (!c->qc->req)
+		c->qc->req = calloc(1, sizeof(*c->qc->req));
+	return c->qc->req;
+}
+
+static bool req_busy(const struct sv_conn *c)
+{
+	return c->qc->req && c->qc->req->in_use;
+}
+
 /* Next request frame.  A failed WQE may recover a carried ACK on the
  * very channel being filled (xmit.c): it is queued, not flushed, then. */
 bool sv_req_fill(struct sv_qp *qp, struct sv_txframe *f)
@@ -345,8 +360,8 @@ void sv_req_rewind(struct sv_qp *qp, uint32_t idx)
 	for (int i = 0; i < 2; i++) {
 		struct sv_conn *c = i ? qp->in : qp->out;
 
-		if (c && c->qc->req.in_use && !c->qc->req.done)
-			c->qc->req.in_use = false;
+		if (c && req_busy(c) && !c->qc->req->done)
+			c->qc->req->in_use = false;
 	}
 	/* Frames already written may still reach the peer: no change of
 	 * channel until it acknowledges one sent from now on (comp.c). */
@@ -453,7 +468,7 @@ static void choose_channel(struct sv_qp *qp)
 	bool turn;
 
 	if (qp->sq.head != qp->sq.next || qp->rnr_wait || qp->req_unsettled ||
-	    (qp->out && qp->out->qc->req.in_use) || (qp->in && qp->in->qc->req.in_use))
+	    (qp->out && req_busy(qp->out)) || (qp->in && req_busy(qp->in)))
 		return;
 	turn = turn_wanted(qp);
 	if (turn != qp->req_turned) {

@@ -504,11 +504,11 @@ static struct sv_txframe *first_resp(struct sv_conn *c)
  * (a turned channel carries both, req.c). */
 static struct sv_txframe *next_frame(struct sv_conn *c)
 {
-	struct sv_txframe *f = first_resp(c);
+	struct sv_txframe *f = first_resp(c), *r = c->qc->req;
 
 	/* a control frame goes between frames, never inside one */
-	if (c->qc->req.in_use && c->qc->req.done)
-		return &c->qc->req;
+	if (r && r->in_use && r->done)
+		return r;
 	if (f && f->done)
 		return f;
 	if (sv_ctrl_pending(c))
@@ -517,19 +517,20 @@ static struct sv_txframe *next_frame(struct sv_conn *c)
 		return NULL;
 	if (f)
 		return f;
-	if (!c->qc->req.in_use) {
-		if (c != sv_req_conn(c->qc->qp) || !sv_req_fill(c->qc->qp, &c->qc->req))
+	if (!r || !r->in_use) {
+		if (c != sv_req_conn(c->qc->qp) || !(r = sv_req_frame(c)) ||
+		    !sv_req_fill(c->qc->qp, r))
 			return first_resp(c);    /* a failed fill may queue an ACK (recover) */
-		frame_seal(&c->qc->req);
+		frame_seal(r);
 	}
-	return &c->qc->req;
+	return r;
 }
 
 static void frame_done(struct sv_conn *c, struct sv_txframe *f)
 {
 	sv_stat_tx(c, &f->hdr, f->total - sv_wire_hdr_len(&f->hdr));
 	f->in_use = false;
-	if (f == &c->qc->req) {
+	if (f == c->qc->req) {
 		__atomic_store_n(&c->qc->tx_since_rx, c->qc->tx_since_rx + 1, __ATOMIC_RELAXED);
 		sv_req_sent(c->qc->qp, f->wqe_idx);
 	}
