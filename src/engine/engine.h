@@ -91,9 +91,17 @@ struct sv_pulled {
 };
 
 #define SV_DONE_MAX 16
+/* A receive completion waiting for its batch's end: only what differs
+ * from one to the next (the QP's part is added when it is pushed). */
+struct sv_done_wc {
+	uint64_t wr_id;
+	uint32_t byte_len;
+	uint32_t imm;                /* or the rkey invalidated (one union in ibv_wc) */
+	uint8_t status, opcode, wc_flags;
+	bool solicited;
+};
 struct sv_done {
-	struct ibv_wc wc[SV_DONE_MAX];
-	bool solicited[SV_DONE_MAX];
+	struct sv_done_wc wc[SV_DONE_MAX];
 };
 
 /* Staging buffer of a channel's receive machine (engine/recv.c), lent
@@ -223,6 +231,7 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c);  /* header in c->qc->rx
 void sv_resp_end(struct sv_qp *qp, struct sv_conn *c);    /* payload placed */
 void sv_resp_rnr_hold_timer(struct sv_qp *qp, uint64_t now);
 void sv_resp_batch_end(struct sv_qp *qp, struct sv_conn *c);  /* flush, then complete */
+void sv_resp_push_done(struct sv_qp *qp, struct sv_conn *c);  /* complete (the batch's end) */
 void sv_resp_xrc_release(struct sv_qp *qp);   /* an XRC target's SRQ and CQ: let go */
 struct sv_pulled *sv_pulled_get(struct sv_conn *c);       /* NULL: no memory */
 /* A datagram whose source (h->src_qpn, from host `src`) the transport has

@@ -647,9 +647,7 @@ void sv_engine_qp_teardown(struct sv_qp *qp)
 			sv_xmit_flush(c);
 		}
 		sv_xmit_drain(c);                    /* frames staged go before it closes */
-		for (int k = 0; k < c->qc->ndone; k++)
-			sv_cq_push(qp->rcq, &c->qc->done->wc[k], c->qc->done->solicited[k]);
-		c->qc->ndone = 0;
+		sv_resp_push_done(qp, c);
 	}
 	/* the peer reads what we wrote last: a fatal NAK says why we go */
 	if (qp->out)

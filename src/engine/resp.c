@@ -577,44 +577,66 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 void sv_resp_batch_end(struct sv_qp *qp, struct sv_conn *c)
 {
 	sv_xmit_flush(c);
+	sv_resp_push_done(qp, c);
+}
+
+static_assert(IBV_WC_RECV_RDMA_WITH_IMM <= UINT8_MAX && IBV_WC_WITH_INV <= UINT8_MAX,
+	      "a waiting completion keeps its opcode and flags in a byte each");
+
+static void push_done(struct sv_qp *qp, const struct sv_done_wc *d)
+{
+	struct ibv_wc wc = {
+		.wr_id = d->wr_id,
+		.status = d->status,
+		.opcode = d->opcode,
+		.byte_len = d->byte_len,
+		.imm_data = d->imm,
+		.qp_num = qp->ibqp.qp_base.qp_num,
+		.src_qp = qp->attr.dest_qp_num,
+		.wc_flags = d->wc_flags,
+		.slid = qp->attr.ah_attr.dlid,
+		.pkey_index = 0,
+	};
+
+	sv_cq_push(qp->rcq, &wc, d->solicited);
+}
+
+void sv_resp_push_done(struct sv_qp *qp, struct sv_conn *c)
+{
 	for (int i = 0; i < c->qc->ndone; i++)
-		sv_cq_push(qp->rcq, &c->qc->done->wc[i], c->qc->done->solicited[i]);
+		push_done(qp, &c->qc->done->wc[i]);
 	c->qc->ndone = 0;
 }
 
 static void complete_recv(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	struct ibv_wc wc = {
+	struct sv_done_wc d = {
 		.wr_id = qp->rctx.wqe.w.wr_id,
 		.status = qp->rctx.status,
 		.opcode = h->opcode == SV_OP_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
 		.byte_len = qp->rctx.pull ? h->rlen : h->len,
-		.qp_num = qp->ibqp.qp_base.qp_num,
-		.src_qp = qp->attr.dest_qp_num,
-		.slid = qp->attr.ah_attr.dlid,
-		.pkey_index = 0,
+		.solicited = h->flags & SV_WF_SOLICITED,
 	};
 
 	if (sv_opinfo[h->opcode].flags & SV_OPF_IMM) {
-		wc.wc_flags |= IBV_WC_WITH_IMM;
-		wc.imm_data = h->imm;
+		d.wc_flags |= IBV_WC_WITH_IMM;
+		d.imm = h->imm;
 	}
-	if (h->opcode == SV_OP_SEND_INV && wc.status == IBV_WC_SUCCESS) {
-		wc.wc_flags |= IBV_WC_WITH_INV;
-		wc.invalidated_rkey = h->imm;
+	if (h->opcode == SV_OP_SEND_INV && d.status == IBV_WC_SUCCESS) {
+		d.wc_flags |= IBV_WC_WITH_INV;
+		d.imm = h->imm;
 	}
 	if (qp->attr.ah_attr.is_global)
-		wc.wc_flags |= IBV_WC_GRH;
+		d.wc_flags |= IBV_WC_GRH;
 	if (c->qc->ndone == SV_DONE_MAX)
 		sv_resp_batch_end(qp, c);
 	if (!c->qc->done && !(c->qc->done = malloc(sizeof(*c->qc->done)))) {
 		/* no memory: this one completes at once, after the ACKs so far */
 		sv_resp_batch_end(qp, c);
-		sv_cq_push(qp->rcq, &wc, h->flags & SV_WF_SOLICITED);
+		push_done(qp, &d);
 		return;
 	}
-	c->qc->done->wc[c->qc->ndone] = wc;
-	c->qc->done->solicited[c->qc->ndone++] = h->flags & SV_WF_SOLICITED;
+	c->qc->done->wc[c->qc->ndone++] = d;
 }
 
 /* Its memory was deregistered while the payload arrived: the rest was
