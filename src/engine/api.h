@@ -85,12 +85,11 @@ void sv_engine_cq_sleep(struct sv_node *node, struct sv_cq *cq);
  * would leave the channel readable with no event. */
 void sv_engine_cq_fired(struct sv_cq *cq);
 
-/* Sends batched across posts (engine/batch.c).  A post may leave its
- * requests queued (true: no kick); sv_batch_posted ends every post.  Every
- * poll, arm and slower verb writes what waits (sv_engine_batch_flush), as
- * does the progress thread's tick; ibv_destroy_qp forgets its QP's. */
-bool sv_batch_defer(struct sv_node *node, struct sv_qp *qp);
-void sv_batch_posted(struct sv_qp *qp);
+/* Sends batched across posts (engine/batch.c).  A post (QP lock held, its
+ * WQEs queued) writes them, or leaves them queued in a burst.  Every poll,
+ * arm and slower verb writes what waits (sv_engine_batch_flush), as does
+ * the progress thread's tick; ibv_destroy_qp forgets its QP's. */
+void sv_batch_post(struct sv_node *node, struct sv_qp *qp);
 void sv_batch_flush(struct sv_node *node);
 void sv_batch_forget(struct sv_qp *qp);
 extern bool sv_batch_waiting;
@@ -140,7 +139,8 @@ void sv_resp_rnr_resume(struct sv_qp *qp);                 /* a receive was post
 
 /* Pollers: release the ACKs the CQ's channels hold (the application waits). */
 void sv_engine_release_acks(struct sv_node *node, struct sv_cq *cq);
-/* Slower verbs: release every ACK held (the ping-pong is over). */
+/* Slower verbs: release every ACK held (the ping-pong is over), and write
+ * the sends a burst left queued (batch.c). */
 void sv_engine_release_all_acks(struct sv_node *node);
 void sv_comp_reap(struct sv_qp *qp);              /* in-order send completions */
 

@@ -57,6 +57,15 @@ static bool batchable(struct sv_qp *qp)
 	return c && !(c->caps & SV_CAP_MAPPED) && c->connected && !c->dead;
 }
 
+/* Off the list (batch.lock held). */
+static void batch_unlink(struct sv_qp *qp)
+{
+	sv_list_del(&qp->batch_link);
+	qp->batched = false;
+	if (sv_list_empty(&batch.qps))
+		__atomic_store_n(&sv_batch_waiting, false, __ATOMIC_SEQ_CST);
+}
+
 static void batch_add(struct sv_node *node, struct sv_qp *qp)
 {
 	if (qp->batched)
@@ -69,17 +78,10 @@ static void batch_add(struct sv_node *node, struct sv_qp *qp)
 	sv_node_spin_watch(node);            /* its tick writes what no verb does */
 }
 
-/* Posting thread, QP lock held, the WQEs queued: may they wait? */
-bool sv_batch_defer(struct sv_node *node, struct sv_qp *qp)
+/* May the WQEs just queued on a socket channel's QP wait (a burst)? */
+static bool batch_defer(struct sv_qp *qp)
 {
-	uint64_t now;
-	bool quick;
-
-	if (!batchable(qp) || !batch_on())
-		return false;
-	now = sv_now_ns();
-	quick = now - qp->post_end_ns < SV_BURST_GAP_NS;
-	if (!quick) {
+	if (sv_now_ns() - qp->post_end_ns >= SV_BURST_GAP_NS) {
 		qp->burst = 0;
 		return false;
 	}
@@ -87,17 +89,19 @@ bool sv_batch_defer(struct sv_node *node, struct sv_qp *qp)
 		qp->burst++;
 		return false;
 	}
-	if (qp->sq.tail - qp->sq.next >= SV_BATCH_MAX ||
-	    sv_sq_at(&qp->sq, qp->sq.tail - 1)->length > SV_STAGE_FRAME)
-		return false;
-	batch_add(node, qp);
-	return true;
+	return qp->sq.tail - qp->sq.next < SV_BATCH_MAX &&
+	       sv_sq_at(&qp->sq, qp->sq.tail - 1)->length <= SV_STAGE_FRAME;
 }
 
-/* Posting thread, at the end of a post (QP lock held). */
-void sv_batch_posted(struct sv_qp *qp)
+void sv_batch_post(struct sv_node *node, struct sv_qp *qp)
 {
-	if (batchable(qp))
+	bool socket = batchable(qp) && batch_on();
+
+	if (socket && batch_defer(qp))
+		batch_add(node, qp);
+	else
+		sv_req_kick(qp);
+	if (socket)
 		qp->post_end_ns = sv_now_ns();
 }
 
@@ -114,25 +118,21 @@ static struct sv_qp *batch_take(void)
 
 		if (pthread_mutex_trylock(&qp->lock))
 			continue;            /* its holder posts or serves it; later */
-		sv_list_del(&qp->batch_link);
-		qp->batched = false;
+		batch_unlink(qp);
 		got = qp;
 		break;
 	}
-	if (sv_list_empty(&batch.qps))
-		__atomic_store_n(&sv_batch_waiting, false, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&batch.lock);
 	return got;
 }
 
-/* Write every queued QP's requests.  Inside a guard: ibv_destroy_qp takes
- * its QP off the list, then waits for the threads inside one. */
+/* Write every queued QP's requests (sv_engine_batch_flush looked whether
+ * any wait).  Inside a guard: ibv_destroy_qp takes its QP off the list,
+ * then waits for the threads inside one. */
 void sv_batch_flush(struct sv_node *node)
 {
 	struct sv_qp *qp;
 
-	if (!__atomic_load_n(&sv_batch_waiting, __ATOMIC_RELAXED))
-		return;
 	sv_engine_enter(node);
 	while ((qp = batch_take())) {
 		if (qp->attr.qp_state == IBV_QPS_RTS || qp->attr.qp_state == IBV_QPS_SQD)
@@ -145,11 +145,7 @@ void sv_batch_flush(struct sv_node *node)
 void sv_batch_forget(struct sv_qp *qp)
 {
 	pthread_mutex_lock(&batch.lock);
-	if (qp->batched) {
-		sv_list_del(&qp->batch_link);
-		qp->batched = false;
-	}
-	if (sv_list_empty(&batch.qps))
-		__atomic_store_n(&sv_batch_waiting, false, __ATOMIC_SEQ_CST);
+	if (qp->batched)
+		batch_unlink(qp);
 	pthread_mutex_unlock(&batch.lock);
 }

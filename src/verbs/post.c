@@ -189,9 +189,7 @@ void sv_sq_doorbell(struct sv_qp *qp)
 	}
 	sv_engine_enter(node);
 	sv_engine_posting(qp->scq);
-	if (!sv_batch_defer(node, qp))
-		sv_req_kick(qp);
-	sv_batch_posted(qp);
+	sv_batch_post(node, qp);
 	sv_engine_leave(node);
 }
 
