@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "transport/shm/procmap.h"
 #include "transport/shm/segment.h"
 #include "util/log.h"
 
@@ -56,22 +57,10 @@ struct sv_seg *sv_seg_self(void)
 	return s;
 }
 
-/* Peers' segments, mapped once per peer process however many channels it
- * has with us: each mapping costs a resident page, 4 KiB per channel. */
-struct peer_seg {
-	struct peer_seg *next;
-	dev_t dev;
-	ino_t ino;
-	int refs;
-	const struct sv_seg *seg;
-};
-static struct peer_seg *peers;
-static pthread_mutex_t peers_lock = PTHREAD_MUTEX_INITIALIZER;
-
 void sv_seg_forget_after_fork(void)
 {
 	pthread_mutex_init(&self_lock, NULL);
-	pthread_mutex_init(&peers_lock, NULL);
+	sv_procmap_forget_after_fork();
 	if (self_fd >= 0)
 		close(self_fd);
 	self = NULL;       /* the mapping stays (it is the parent's); never written */
@@ -84,64 +73,21 @@ int sv_seg_fd(void)
 	return self_fd;
 }
 
-static const struct sv_seg *seg_map_new(int fd)
+static bool seg_valid(const void *base)
 {
-	struct sv_seg *s = mmap(NULL, sizeof(*s), PROT_READ, MAP_SHARED, fd, 0);   /* only read */
+	const struct sv_seg *s = base;
 
-	if (s == MAP_FAILED)
-		return NULL;
-	if (s->magic != SV_SEG_MAGIC || s->version != SV_SEG_VERSION) {
-		munmap(s, sizeof(*s));
-		return NULL;
-	}
-	return s;
+	return s->magic == SV_SEG_MAGIC && s->version == SV_SEG_VERSION;
 }
 
 const struct sv_seg *sv_seg_map(int fd)
 {
-	struct peer_seg *p;
-	struct stat st;
-	const struct sv_seg *seg = NULL;
-
-	if (fstat(fd, &st))
-		return NULL;
-	pthread_mutex_lock(&peers_lock);
-	for (p = peers; p; p = p->next)
-		if (p->dev == st.st_dev && p->ino == st.st_ino)
-			break;
-	if (p) {
-		p->refs++;
-		seg = p->seg;
-	} else if ((p = calloc(1, sizeof(*p))) && (p->seg = seg_map_new(fd))) {
-		p->dev = st.st_dev;
-		p->ino = st.st_ino;
-		p->refs = 1;
-		p->next = peers;
-		peers = p;
-		seg = p->seg;
-	} else {
-		free(p);
-	}
-	pthread_mutex_unlock(&peers_lock);
-	return seg;
+	return sv_procmap_get(fd, sizeof(struct sv_seg), PROT_READ, seg_valid);   /* only read */
 }
 
 void sv_seg_unmap(const struct sv_seg *seg)
 {
-	struct peer_seg **pp, *p;
-
-	if (!seg)
-		return;
-	pthread_mutex_lock(&peers_lock);
-	for (pp = &peers; (p = *pp); pp = &p->next)
-		if (p->seg == seg)
-			break;
-	if (p && --p->refs == 0) {
-		*pp = p->next;
-		munmap((void *)p->seg, sizeof(*p->seg));
-		free(p);
-	}
-	pthread_mutex_unlock(&peers_lock);
+	sv_procmap_put(seg);
 }
 
 void sv_seg_mr_publish(uint32_t slot, uint32_t key, uint32_t access, uint32_t pd,
