@@ -413,6 +413,7 @@ bench_report() {  # OUT.md
     echo "| qp_scale: threads of the process | $(show_val "scale/host/threads/$n") |"
     echo "| qp_scale: INIT→RTR→RTS of $n QPs | $(show_val "scale/host/connect_ms/$n") |"
     echo "| qp_scale: one SEND on each of $n QPs, both ways, to the last completion | $(show_val "scale/host/send_ms/$n") |"
+    echo "| qp_scale: SEND ping-pong on one of the $n QPs, one-way | $(show_val "scale/host/pingpong_us/$n") |"
     echo "| cmtime -c $n: rdma_connect per connection | $(show_val "cmtime/host/connect_us/$n") |"
     echo "| cmtime -c $n: all connections | $(show_val "cmtime/host/connect_total_ms/$n") |"
     echo "| idle: CPU of the busier of two processes with $BENCH_IDLE_QPS connected QPs each, over ${BENCH_IDLE_SECONDS} s (% of one core) | $(show_val "idle/host/cpu_pct/$BENCH_IDLE_QPS") |"

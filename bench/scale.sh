@@ -2,7 +2,8 @@
 # Scale and idle cost, once per run (not repeated):
 #   qp_scale -n 1000      1,000 connected RC QPs in each of two processes,
 #                         one SEND per QP each way: RSS / PSS per QP (KiB),
-#                         fds and threads of the process, connect time
+#                         fds and threads of the process, connect time;
+#                         then a SEND ping-pong on one of them (one-way us)
 #   qp_scale -n 100 -i 10 100 connected QPs and nothing to do for 10 s: CPU
 #                         of the busier process (utime+stime from
 #                         /proc/<pid>/stat, all threads, or its
@@ -27,7 +28,8 @@ scale_qp() {
   fi
   if bench_one "scale_qp_$n" 120 env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -n "$n" -d "$SV_DEV"; then
     for f in rss_kib_per_qp:rss_per_qp:KiB pss_kib_per_qp:pss_per_qp:KiB fds:fds:count \
-             threads:threads:count connect_ms:connect_ms:ms send_ms:send_ms:ms; do
+             threads:threads:count connect_ms:connect_ms:ms send_ms:send_ms:ms \
+             pingpong_us:pingpong_us:us; do
       IFS=: read -r k v unit <<<"$f"
       val=$(bench_get "$PAIR_OUT" "p_$k")
       if [[ -n $val ]]; then bench_rec "scale/host/$v/$n" "$unit" "$val"
@@ -45,7 +47,7 @@ scale_idle() {
     bench_fail "idle/host/cpu_pct/$n" % "$prog not built (run make)"
     return
   fi
-  if bench_one "idle_$n" $((s + 60)) env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -n "$n" -i "$s" -d "$SV_DEV"; then
+  if bench_one "idle_$n" $((s + 60)) env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -n "$n" -i "$s" -l 0 -d "$SV_DEV"; then
     # The busier of the two processes, by the larger of its two readings:
     # /proc/<pid>/stat (utime+stime, tick-split) and CLOCK_PROCESS_CPUTIME_ID.
     p=$(awk '$1 ~ /^[pc]_idle_cpu_pct/ { if ($2 > m) m = $2; f = 1 } END { if (f) print m + 0 }' "$PAIR_OUT")

@@ -1,12 +1,15 @@
 /* Many connected RC QPs between two processes: memory per QP and idle cost.
  *
- *   qp_scale [-n QPS] [-i IDLE_SECONDS] [-d DEVICE] [-k]
+ *   qp_scale [-n QPS] [-i IDLE_SECONDS] [-l ROUNDS] [-d DEVICE] [-k]
  *
  * Forks; parent and child each open the device (default: the first one),
  * one PD, one CQ and one MR, create QPS RC QPs (default 1000), exchange
  * LID/QPN/PSN over a socketpair, connect QP i of one to QP i of the other
  * (INIT, RTR, RTS) and post one receive on each.  Then both send one SEND
  * on every QP and poll the 2*QPS completions (their sends, the peer's).
+ * Then (-l, default 2000 rounds; 0: none) a SEND ping-pong on the last QP
+ * while all the others stay connected: what a poll costs a process with
+ * that many QPs shows in its latency.
  * With -i, both then sit idle for IDLE_SECONDS (sleeping, no polling) and
  * measure their own CPU time over it from /proc/self/stat (utime+stime, all
  * threads) and CLOCK_PROCESS_CPUTIME_ID.
@@ -17,7 +20,8 @@
  *   rss_kib_base / pss_kib_base (device open, PD, CQ, MR; no QP),
  *   rss_kib / pss_kib (QPS connected QPs, after the SENDs),
  *   rss_kib_per_qp / pss_kib_per_qp ((rss - base) / QPS),
- *   threads, fds, and with -i: idle_s, idle_cpu_pct, idle_cpu_pct_precise.
+ *   threads, fds, pingpong_us (one-way, the parent's), and with -i: idle_s,
+ *   idle_cpu_pct, idle_cpu_pct_precise.
  * Exits non-zero if any step fails (the failing step is on stderr); a
  * failing process ends, and its peer with it.
  */
@@ -40,12 +44,12 @@ struct peer_info {
 };
 
 struct result {
-  double create_ms, connect_ms, send_ms;
+  double create_ms, connect_ms, send_ms, pingpong_us;
   long rss_base, pss_base, rss, pss, threads, fds;
   double idle_s, idle_pct, idle_pct_precise;
 };
 
-static int nqp = 1000;
+static int nqp = 1000, rounds = 2000;
 static double idle_s;
 static const char *devname;
 
@@ -178,6 +182,60 @@ static int poll_n(struct ibv_cq *cq, int want, const char *who, double timeout_s
   return 0;
 }
 
+/* Poll until `recvs` receive and `sends` send completions came (10 s at
+ * most); one that came early (the next round's receive) is kept in got[]. */
+static int wait_wc(struct ibv_cq *cq, int got[2], int recvs, int sends, const char *who)
+{
+  uint64_t deadline = svb_now_ns() + 10000000000ull;
+  struct ibv_wc wc;
+  while (got[0] < recvs || got[1] < sends) {
+    int n = ibv_poll_cq(cq, 1, &wc);
+    if (n < 0 || (n == 1 && wc.status != IBV_WC_SUCCESS)) {
+      fprintf(stderr, "qp_scale[%s]: ping-pong: %s\n", who,
+              n < 0 ? "ibv_poll_cq failed" : ibv_wc_status_str(wc.status));
+      return -1;
+    }
+    if (n == 1)
+      got[wc.opcode == IBV_WC_RECV ? 0 : 1]++;
+    else if (svb_now_ns() > deadline) {
+      fprintf(stderr, "qp_scale[%s]: ping-pong: no completion for 10 s\n", who);
+      return -1;
+    }
+  }
+  got[0] -= recvs;
+  got[1] -= sends;
+  return 0;
+}
+
+/* One SEND each way per round on `q`, a receive posted before each; the
+ * parent starts.  One-way microseconds, or -1. */
+static double pingpong(struct ibv_qp *q, struct ibv_cq *cq, struct ibv_mr *mr, char *slot,
+                       int fd, int is_parent, const char *who)
+{
+  struct ibv_sge rs = { (uintptr_t)slot, SLOT / 2, mr->lkey },
+                 ss = { (uintptr_t)slot + SLOT / 2, 8, mr->lkey };
+  struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 }, *rbad;
+  struct ibv_send_wr sw = { .wr_id = 2, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+                            .send_flags = IBV_SEND_SIGNALED }, *sbad;
+  int got[2] = { 0, 0 };
+  if (ibv_post_recv(q, &rw, &rbad))
+    return -1;
+  barrier(fd);
+  uint64_t t0 = svb_now_ns();
+  for (int r = 0; r < rounds; r++) {
+    if (is_parent) {
+      if (ibv_post_send(q, &sw, &sbad) || wait_wc(cq, got, 1, 1, who) || ibv_post_recv(q, &rw, &rbad))
+        return -1;
+    } else if (wait_wc(cq, got, 1, 0, who) || ibv_post_recv(q, &rw, &rbad) ||
+               ibv_post_send(q, &sw, &sbad) || wait_wc(cq, got, 0, 1, who)) {
+      return -1;
+    }
+  }
+  double us = (svb_now_ns() - t0) / 1e3 / rounds / 2;
+  barrier(fd);
+  return us;
+}
+
 static void run(int fd, int is_parent, struct result *res)
 {
   const char *who = is_parent ? "parent" : "child";
@@ -279,6 +337,11 @@ static void run(int fd, int is_parent, struct result *res)
   mem_kib(&res->rss, &res->pss);
   res->threads = status_field("Threads");
   res->fds = count_fds();
+  if (rounds > 0) {
+    res->pingpong_us = pingpong(qp[nqp - 1], cq, mr, buf + (size_t)(nqp - 1) * SLOT, fd,
+                                is_parent, who);
+    STEP(res->pingpong_us > 0, "ping-pong");
+  }
 
   if (idle_s > 0) {
     barrier(fd);
@@ -306,6 +369,8 @@ static void print(const char *pfx, const struct result *r)
   printf("%srss_kib_per_qp %.2f\n", pfx, (double)(r->rss - r->rss_base) / nqp);
   printf("%spss_kib_per_qp %.2f\n", pfx, (double)(r->pss - r->pss_base) / nqp);
   printf("%sthreads %ld\n%sfds %ld\n", pfx, r->threads, pfx, r->fds);
+  if (rounds > 0)
+    printf("%spingpong_us %.2f\n", pfx, r->pingpong_us);
   if (r->idle_s > 0)
     printf("%sidle_s %.2f\n%sidle_cpu_pct %.3f\n%sidle_cpu_pct_precise %.3f\n", pfx, r->idle_s,
            pfx, r->idle_pct, pfx, r->idle_pct_precise);
@@ -314,14 +379,15 @@ static void print(const char *pfx, const struct result *r)
 int main(int argc, char **argv)
 {
   int opt, keep_limit = 0;
-  while ((opt = getopt(argc, argv, "n:i:d:k")) != -1) {
+  while ((opt = getopt(argc, argv, "n:i:l:d:k")) != -1) {
     switch (opt) {
     case 'n': nqp = atoi(optarg); break;
     case 'i': idle_s = atof(optarg); break;
+    case 'l': rounds = atoi(optarg); break;
     case 'd': devname = optarg; break;
     case 'k': keep_limit = 1; break;
     default:
-      fprintf(stderr, "usage: %s [-n QPS] [-i IDLE_SECONDS] [-d DEVICE] [-k]\n", argv[0]);
+      fprintf(stderr, "usage: %s [-n QPS] [-i IDLE_SECONDS] [-l ROUNDS] [-d DEVICE] [-k]\n", argv[0]);
       return 2;
     }
   }
