@@ -27,6 +27,7 @@
 #include <sys/epoll.h>
 
 #include "engine/engine.h"
+#include "util/env.h"
 #include "util/time.h"
 
 #define SV_SPIN_TICK_MS 1
@@ -53,33 +54,54 @@ static enum sv_wake cq_wake(const struct sv_cq *cq)
 									  SV_WAKE_NONE;
 }
 
+/* One of a CQ's lists of channels (drive_lock held); readers without the
+ * lock see the count change last.  One missing (no memory): false. */
+static bool conns_add(struct sv_conn ***v, uint32_t *n, uint32_t *cap, struct sv_conn *c)
+{
+	if (*n == *cap) {
+		uint32_t m = *cap ? *cap * 2 : 8;
+		struct sv_conn **r = realloc(*v, m * sizeof(*r));
+
+		if (!r)
+			return false;
+		*v = r;
+		*cap = m;
+	}
+	(*v)[*n] = c;
+	__atomic_store_n(n, *n + 1, __ATOMIC_RELEASE);
+	return true;
+}
+
+static bool conns_del(struct sv_conn **v, uint32_t *n, struct sv_conn *c)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if (v[i] == c) {
+			v[i] = v[*n - 1];
+			__atomic_store_n(n, *n - 1, __ATOMIC_RELEASE);
+			return true;
+		}
+	return false;
+}
+
 /* The CQ's TCP channels, which its spinning pollers take (drive_lock held).
  * One missing (no memory) is simply never taken. */
 static void socks_add(struct sv_cq *cq, struct sv_conn *c)
 {
-	if (cq->nsocks == cq->socks_cap) {
-		uint32_t n = cq->socks_cap ? cq->socks_cap * 2 : 8;
-		struct sv_conn **r = realloc(cq->socks, n * sizeof(*r));
-
-		if (!r)
-			return;
-		cq->socks = r;
-		cq->socks_cap = n;
-	}
-	cq->socks[cq->nsocks] = c;
-	__atomic_store_n(&cq->nsocks, cq->nsocks + 1, __ATOMIC_RELEASE);
-	if (cq->spinning)
+	if (conns_add(&cq->socks, &cq->nsocks, &cq->socks_cap, c) && cq->spinning)
 		sv_conn_spin_off(c, true);   /* a poll decides soon whether it stays taken */
 }
 
-static bool socks_del(struct sv_cq *cq, struct sv_conn *c)
+/* A ring channel: looked at by each poll while the CQ has few, on the
+ * board beyond SOFTVERBS_BOARD_AFTER (drive_lock held). */
+static bool rings_add(struct sv_cq *cq, struct sv_conn *c)
 {
-	for (uint32_t i = 0; i < cq->nsocks; i++)
-		if (cq->socks[i] == c) {
-			cq->socks[i] = cq->socks[cq->nsocks - 1];
-			__atomic_store_n(&cq->nsocks, cq->nsocks - 1, __ATOMIC_RELEASE);
-			return true;
-		}
+	if (!conns_add(&cq->rings, &cq->nrings, &cq->rings_cap, c))
+		return false;
+	/* (one that comes back from another CQ keeps its slot) */
+	if (c->shm.slot || (cq->nscan >= sv_board_after() && sv_conn_board_join(c)) ||
+	    conns_add(&cq->scan, &cq->nscan, &cq->scan_cap, c))
+		return true;
+	conns_del(cq->rings, &cq->nrings, c);
 	return false;
 }
 
@@ -106,21 +128,12 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 		return;
 	}
 	pthread_mutex_lock(&cq->drive_lock);
-	if (cq->nrings == cq->rings_cap) {
-		uint32_t n = cq->rings_cap ? cq->rings_cap * 2 : 8;
-		struct sv_conn **r = realloc(cq->rings, n * sizeof(*r));
-
-		if (!r) {
-			pthread_mutex_unlock(&cq->drive_lock);
-			/* not looked at by pollers: the progress thread must serve it */
-			__atomic_store_n(&c->qc->drive_cq, NULL, __ATOMIC_RELEASE);
-			return;
-		}
-		cq->rings = r;
-		cq->rings_cap = n;
+	if (!rings_add(cq, c)) {
+		pthread_mutex_unlock(&cq->drive_lock);
+		/* not looked at by pollers: the progress thread must serve it */
+		__atomic_store_n(&c->qc->drive_cq, NULL, __ATOMIC_RELEASE);
+		return;
 	}
-	cq->rings[cq->nrings] = c;
-	__atomic_store_n(&cq->nrings, cq->nrings + 1, __ATOMIC_RELEASE);
 	if (cq->rings_armed)
 		sv_chan_arm(c, cq_wake(cq));
 	pthread_mutex_unlock(&cq->drive_lock);
@@ -149,13 +162,9 @@ static void forget_in(struct sv_conn *c, struct sv_cq *cq)
 	if (c->h.fd >= 0 && !epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL))
 		__atomic_sub_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&cq->drive_lock);
-	for (uint32_t i = 0; i < cq->nrings; i++)
-		if (cq->rings[i] == c) {
-			cq->rings[i] = cq->rings[cq->nrings - 1];
-			__atomic_store_n(&cq->nrings, cq->nrings - 1, __ATOMIC_RELEASE);
-			break;
-		}
-	if (socks_del(cq, c) && cq->spinning)
+	if (conns_del(cq->rings, &cq->nrings, c))
+		conns_del(cq->scan, &cq->nscan, c);
+	if (conns_del(cq->socks, &cq->nsocks, c) && cq->spinning)
 		sv_conn_spin_off(c, false);  /* the progress thread serves it again */
 	if (cq->hot == c)
 		__atomic_store_n(&cq->hot, NULL, __ATOMIC_RELEASE);
@@ -454,45 +463,80 @@ static bool ring_ready(struct sv_conn *c)
 }
 
 /* Serve the CQ's ready ring channels, at most 64 per poll, round-robin so
- * that none waits for ever.  The list is copied under the lock in chunks
- * and looked at without it: a look at many rings is long, and a channel
- * coming up waits for that lock (docs/measurements.md, 'Ring scan';
- * sv_engine_enter keeps the channels and their rings mapped meanwhile). */
+ * that none waits for ever.  The scanned list is copied under the lock in
+ * chunks and looked at without it: a look at many rings is long, and a
+ * channel coming up waits for that lock (docs/measurements.md, 'Ring
+ * scan'); the board names the others with work (sv_engine_enter keeps the
+ * channels and their rings mapped meanwhile). */
 #define SV_DRIVE_CHUNK 128
+#define SV_DRIVE_MAX 64
 
-/* Returns how many ready rings it left to others (drive_one). */
-static int drive_rings(struct sv_cq *cq)
+static int scan_rings(struct sv_cq *cq, struct sv_conn **ready)
 {
-	struct sv_conn *chunk[SV_DRIVE_CHUNK], *ready[64];
+	struct sv_conn *chunk[SV_DRIVE_CHUNK];
 	uint32_t at = 0, total = 1, seen = 0, idx[SV_DRIVE_CHUNK];
-	int k = 0, left = 0;
+	int k = 0;
 
-	while (seen < total && k < 64) {
+	while (seen < total && k < SV_DRIVE_MAX) {
 		uint32_t m = 0;
 
 		pthread_mutex_lock(&cq->drive_lock);
 		if (!seen) {
-			total = cq->nrings;
+			total = cq->nscan;
 			at = cq->drive_next < total ? cq->drive_next : 0;
 		}
-		for (; m < SV_DRIVE_CHUNK && seen < total && cq->nrings; m++, seen++) {
-			if (at >= cq->nrings)      /* wrapped, or the list shrank */
+		for (; m < SV_DRIVE_CHUNK && seen < total && cq->nscan; m++, seen++) {
+			if (at >= cq->nscan)       /* wrapped, or the list shrank */
 				at = 0;
 			idx[m] = at;
-			chunk[m] = cq->rings[at++];
+			chunk[m] = cq->scan[at++];
 		}
 		pthread_mutex_unlock(&cq->drive_lock);
 		if (!m)
 			break;
-		for (uint32_t j = 0; j < m && k < 64; j++)
+		for (uint32_t j = 0; j < m && k < SV_DRIVE_MAX; j++)
 			if (ring_ready(chunk[j])) {
 				ready[k++] = chunk[j];
-				if (k == 64)
+				if (k == SV_DRIVE_MAX)
 					__atomic_store_n(&cq->drive_next, idx[j] + 1, __ATOMIC_RELAXED);
 			}
 	}
-	for (int i = 0; i < k; i++)
+	return k;
+}
+
+static bool ring_of(const struct sv_conn *c, const void *cq)
+{
+	return __atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE) == cq;
+}
+
+/* The board's channels of this CQ with work (their bits cleared). */
+static int board_rings(struct sv_cq *cq, struct sv_conn **ready, int max)
+{
+	struct sv_conn *got[SV_DRIVE_MAX];
+	int n, k = 0;
+
+	if (__atomic_load_n(&cq->nscan, __ATOMIC_RELAXED) == __atomic_load_n(&cq->nrings, __ATOMIC_RELAXED))
+		return 0;
+	n = sv_board_take(ring_of, cq, got, max, &cq->board_cursor);
+	for (int i = 0; i < n; i++)
+		if (ring_ready(got[i]))
+			ready[k++] = got[i];
+	return k;
+}
+
+/* Returns how many ready rings it left to others (drive_one). */
+static int drive_rings(struct sv_cq *cq)
+{
+	struct sv_conn *ready[SV_DRIVE_MAX];
+	int k = scan_rings(cq, ready), left = 0;
+
+	k += board_rings(cq, ready + k, SV_DRIVE_MAX - k);
+	for (int i = 0; i < k; i++) {
 		left += !drive_one(ready[i]);
+		/* served in part, or left to another thread: the next poll looks again */
+		if (ready[i]->shm.slot && ring_ready(ready[i]))
+			sv_conn_board_remind(ready[i]);
+	}
 	return left;
 }
 

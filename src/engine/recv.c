@@ -392,6 +392,8 @@ void sv_rx_set(struct sv_conn *c, enum sv_rx_state s)
 	__atomic_store_n(&c->qc->rx_state, s, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->input, s == SV_RX_HELD ? SV_INPUT_HELD :
 			 s == SV_RX_READY ? SV_INPUT_STAGED : SV_INPUT_OPEN, __ATOMIC_RELAXED);
+	if (s == SV_RX_READY)
+		sv_conn_board_remind(c);     /* input its peer wrote long ago */
 }
 
 /* HDR -> PAYLOAD -> HDR, frame after frame; a SEND with no receive to take

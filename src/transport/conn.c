@@ -133,9 +133,12 @@ void sv_conn_pause(struct sv_conn *c, bool paused)
 		return;
 	__atomic_store_n(&c->paused, paused, __ATOMIC_RELAXED);
 	sv_conn_rewatch(c);
-	/* a resumed ring may hold frames no doorbell announces any more */
-	if (!paused && (c->caps & SV_CAP_MAPPED) && !sv_node_on_progress_thread(c->node))
-		sv_node_kick(c->node);
+	/* a resumed ring may hold frames no doorbell or bit announces any more */
+	if (!paused && (c->caps & SV_CAP_MAPPED)) {
+		sv_conn_board_remind(c);
+		if (!sv_node_on_progress_thread(c->node))
+			sv_node_kick(c->node);
+	}
 }
 
 void sv_conn_defer(struct sv_conn *c, uint32_t events)
@@ -236,9 +239,11 @@ void sv_conn_reap(struct sv_node *node)
 		struct sv_conn *c = sv_container_of(pos, struct sv_conn, pending_link);
 
 		c->node->up->chan_free(c);
+		sv_conn_board_leave(c);
 		sv_shm_chan_destroy(&c->shm);
 		sv_peer_maps_clear(&c->peer_maps);
 		sv_seg_unmap(c->peer_seg);
+		sv_board_unmap(c->peer_board);
 		sv_fault_stream_free(c);
 		pthread_mutex_destroy(&c->watch_lock);
 		free(c);

@@ -322,6 +322,7 @@ static int serve_rings(struct sv_node *node, int timeout)
 	for (int i = 0; i < n; i++) {
 		if (node->up->poller_active(ready[i], now)) {
 			node->rings_left = true;
+			sv_conn_board_remind(ready[i]);   /* in case no bit told the poller */
 			continue;
 		}
 		node->up->chan_ready(ready[i], 0);
@@ -710,6 +711,7 @@ static void atfork_child(void)
 		the_node = NULL;
 	}
 	sv_seg_forget_after_fork();
+	sv_board_forget_after_fork();
 }
 
 static void install_atfork(void)

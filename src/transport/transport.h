@@ -21,6 +21,7 @@
 #include <netinet/in.h>
 
 #include "transport/node.h"
+#include "transport/shm/board.h"
 #include "transport/shm/chan.h"
 #include "transport/shm/mrmap.h"
 #include "transport/shm/segment.h"
@@ -66,7 +67,7 @@ enum sv_chan_input {
  * there is no room; readv the bytes read, -EAGAIN when there is nothing,
  * else the channel is dead (c->dead). */
 struct sv_direct;
-#define SV_CONN_MAX_FDS 3   /* the most a handshake frame carries */
+#define SV_CONN_MAX_FDS 4   /* the most a handshake frame carries */
 
 /* What a frame means to a peer thread asleep on its completion channel. */
 enum sv_wake {
@@ -128,6 +129,7 @@ struct sv_conn {
 	struct sv_shm_chan shm;
 	struct sv_list shm_link;     /* node's list of ring channels */
 	const struct sv_seg *peer_seg;   /* the peer's published MR table (read-only) */
+	struct sv_board *peer_board;     /* where we tell the peer to look (shm/board.h) */
 	uint64_t peer_poll_seen;     /* its last_poll_ns when we last looked */
 	uint32_t peer_poll_same;     /* writes since it last changed */
 	pid_t peer_pid;

@@ -51,6 +51,21 @@ bool sv_batch_enabled(void)
 	return sv_env_int("SOFTVERBS_BATCH", 1) != 0;
 }
 
+/* Read once: a CQ asks at each channel it gains. */
+uint32_t sv_board_after(void)
+{
+	static int after = -1;
+	int v = __atomic_load_n(&after, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		v = sv_env_int("SOFTVERBS_BOARD_AFTER", 32);
+		if (v < 0)
+			v = 0;
+		__atomic_store_n(&after, v, __ATOMIC_RELAXED);
+	}
+	return (uint32_t)v;
+}
+
 /* ---- SOFTVERBS_FAULT ---- */
 
 static const char *const fault_kind_name[SV_FAULT_NKINDS] = {

@@ -8,6 +8,8 @@
  *   SOFTVERBS_PENDING_MAX=N     inbound connections awaiting their handshake, per port group (256: one per QP)
  *   SOFTVERBS_FAULT=SPEC        faults injected below the reliability layer (docs/observability.md)
  *   SOFTVERBS_BATCH=0           write every post's request at once (engine/batch.c)
+ *   SOFTVERBS_BOARD_AFTER=N     a CQ's ring channels beyond the first N go on the input board
+ *                               (32; transport/shm/board.h)
  */
 #ifndef SV_UTIL_ENV_H
 #define SV_UTIL_ENV_H
@@ -24,6 +26,7 @@ bool sv_cma_disabled(void);                 /* SOFTVERBS_NO_CMA=1 */
 int sv_pending_max(void);                   /* SOFTVERBS_PENDING_MAX, at least 1 */
 const char *sv_pcap_dir(void);              /* SOFTVERBS_PCAP, or NULL */
 bool sv_batch_enabled(void);                /* not SOFTVERBS_BATCH=0 */
+uint32_t sv_board_after(void);              /* SOFTVERBS_BOARD_AFTER, read once */
 
 /* SOFTVERBS_FAULT: "[KINDS:]KEY=VALUE,...;..." where KINDS is tcp, unix,
  * udp joined by '+' (none: all three), KEY drop, dup, corrupt, delay (a

@@ -431,6 +431,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	pthread_mutex_destroy(&cq->lock);
 	close(cq->drive_fd);
 	free(cq->rings);
+	free(cq->scan);
 	free(cq->socks);
 	free(cq->ring);
 	free(cq->ts);

@@ -193,9 +193,14 @@ struct sv_cq {
 	uint32_t polls;              /* polls, to stamp last_poll_ns now and then */
 	uint32_t posts;              /* posts to its QPs, to stamp the segment (drive.c) */
 	uint64_t last_poll_ns;       /* an application thread polled it (0: went to sleep) */
-	pthread_mutex_t drive_lock;  /* guards rings[], socks[] and spinning */
+	pthread_mutex_t drive_lock;  /* guards rings[], scan[], socks[] and spinning */
 	struct sv_conn **rings;      /* ring channels completing here */
 	uint32_t nrings, rings_cap;
+	/* of them, those a poll looks at; the others are on the board
+	 * (transport/shm/board.h), where a poll finds those with work */
+	struct sv_conn **scan;
+	uint32_t nscan, scan_cap;
+	uint32_t board_cursor;       /* where the next poll starts reading the board */
 	bool rings_armed;            /* their writers ring: a thread sleeps for us (drive.c) */
 	uint32_t drive_next;         /* where the next poll starts looking (fairness) */
 	/* TCP channels completing here.  While a poller spins on the CQ

@@ -35,6 +35,7 @@ struct sv_shm_chan {
 	uint64_t tx_head_seen;       /* the consumer's position, as we last read it */
 	uint32_t rx_ack_seen;        /* the responder's ACK word, as we last took it */
 	struct sv_ring_rd rx_rd;     /* how far we read the record at rx->head */
+	uint32_t slot;               /* ours on our board (shm/board.h), 0: none */
 };
 
 /* The connecting side creates it (returns the memfd to pass on); ring 0

@@ -38,6 +38,34 @@ static void take_wake(struct sv_conn *c, int at)
 	}
 }
 
+/* Our segment and our board, after whatever the frame carries already. */
+static bool offer_shared(struct sv_conn *c)
+{
+	int seg = sv_seg_fd(), board = sv_board_fd(), n = c->n_tx_fds;
+
+	if (seg < 0 || board < 0 || n + 2 > SV_CONN_MAX_FDS)
+		return false;
+	if ((c->tx_fds[n] = fcntl(seg, F_DUPFD_CLOEXEC, 0)) < 0)
+		return false;
+	c->n_tx_fds++;
+	if ((c->tx_fds[n + 1] = fcntl(board, F_DUPFD_CLOEXEC, 0)) < 0)
+		return false;
+	c->n_tx_fds++;
+	return true;
+}
+
+/* The peer's segment and board, fds[at] and fds[at + 1]. */
+static bool take_shared(struct sv_conn *c, int at)
+{
+	c->peer_seg = sv_seg_map(c->rx_fds[at]);
+	c->peer_board = c->peer_seg ? sv_board_map(c->rx_fds[at + 1]) : NULL;
+	if (c->peer_board)
+		return true;
+	sv_seg_unmap(c->peer_seg);
+	c->peer_seg = NULL;
+	return false;
+}
+
 uint64_t sv_conn_rings_offer(struct sv_conn *c)
 {
 	int fd;
@@ -49,9 +77,8 @@ uint64_t sv_conn_rings_offer(struct sv_conn *c)
 	if (fd < 0)
 		return 0;
 	c->tx_fds[0] = fd;
-	c->tx_fds[1] = fcntl(sv_seg_fd(), F_DUPFD_CLOEXEC, 0);
-	c->n_tx_fds = c->tx_fds[1] >= 0 ? 2 : 1;
-	if (c->n_tx_fds < 2)
+	c->n_tx_fds = 1;
+	if (!offer_shared(c))
 		return 0;
 	offer_wake(c);
 	return (uintptr_t)sv_seg_self();
@@ -60,14 +87,14 @@ uint64_t sv_conn_rings_offer(struct sv_conn *c)
 /* Were rings offered, by a peer of our own user, and do they map? */
 static bool rings_acceptable(struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	if (!(h->flags & SV_WF_SHM) || c->n_rx_fds < 2 || sv_force_tcp() || c->fault ||
+	if (!(h->flags & SV_WF_SHM) || c->n_rx_fds < 3 || sv_force_tcp() || c->fault ||
 	    !sv_conn_same_user(c))
 		return false;
-	take_wake(c, 2);
+	/* the rings first: their magic says the peer's layout is ours */
 	if (sv_shm_chan_attach(&c->shm, c->rx_fds[0]))
 		return false;
-	c->peer_seg = sv_seg_map(c->rx_fds[1]);
-	if (!c->peer_seg) {
+	take_wake(c, 3);
+	if (!take_shared(c, 1)) {
 		sv_shm_chan_destroy(&c->shm);
 		return false;
 	}
@@ -85,19 +112,17 @@ uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello)
 	 * addresses for us to pull. */
 	c->cma_ok = !sv_cma_disabled() && hello->va && sv_cma_probe(c->peer_pid, hello->va);
 	c->peer_maps.pid = c->peer_pid;
-	c->tx_fds[0] = fcntl(sv_seg_fd(), F_DUPFD_CLOEXEC, 0);
-	c->n_tx_fds = c->tx_fds[0] >= 0;
-	if (c->n_tx_fds)
+	c->n_tx_fds = 0;
+	if (offer_shared(c))
 		offer_wake(c);
 	return (uintptr_t)sv_seg_self();
 }
 
 bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bool pull_wanted)
 {
-	if ((ack->flags & SV_WF_SHM) && c->shm.map.base && c->n_rx_fds >= 1 && sv_conn_same_user(c)) {
-		take_wake(c, 1);
-		c->peer_seg = sv_seg_map(c->rx_fds[0]);
-		if (c->peer_seg) {
+	if ((ack->flags & SV_WF_SHM) && c->shm.map.base && c->n_rx_fds >= 2 && sv_conn_same_user(c)) {
+		take_wake(c, 2);
+		if (take_shared(c, 0)) {
 			c->peer_pd = ack->rkey;
 			c->peer_access = ack->qkey;
 			c->cma_ok = !sv_cma_disabled() && sv_cma_probe(c->peer_pid, ack->va);

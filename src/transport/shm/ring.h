@@ -17,7 +17,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define SV_RING_MAGIC 0x53565234u   /* "SVR4": records; headers before all data (shm/chan.c) */
+#define SV_RING_MAGIC 0x53565235u   /* "SVR5": records; headers before all data (shm/chan.c);
+				     * the consumer's board slot (shm/board.h) */
 #define SV_RING_LINE  64u
 
 /* One cache line each for what rarely changes (read on every operation,
@@ -35,7 +36,8 @@ struct sv_ring {
 	uint32_t consumer_sleeps;    /* enum sv_ring_sleep: that thread sleeps on the
 				      * wake descriptor it gave us; the producer who
 				      * takes it (0) wakes it there */
-	uint8_t pad0[36];
+	uint32_t consumer_slot;      /* the consumer's board slot for the channel, 0: none */
+	uint8_t pad0[32];
 	uint64_t head;               /* consumer: start of the next record to finish */
 	uint8_t pad1[56];
 	uint64_t tail;               /* producer: where its next record goes (its own) */

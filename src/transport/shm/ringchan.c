@@ -95,9 +95,11 @@ static bool wake_sleeper(struct sv_conn *c, enum sv_wake hint)
 	return true;
 }
 
-/* Something for the consumer of our ring: its sleeper or its progress thread. */
+/* Something for the consumer of our ring: its poller (the board), its
+ * sleeper or its progress thread. */
 static void notify_consumer(struct sv_conn *c, enum sv_wake hint)
 {
+	sv_conn_board_post(c);
 	if (!wake_sleeper(c, hint))
 		ring_doorbell(c, &c->shm.tx->consumer_wants_wake, &c->shm.tx->consumer_armed);
 }
@@ -141,8 +143,10 @@ static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
 	struct sv_ring *rx = c->shm.rx;
 	size_t r = sv_ring_read(rx, c->shm.rx_data, c->shm.size, iov, n, &c->shm.rx_rd);
 
-	if (r)
+	if (r && __atomic_load_n(&rx->producer_wants_wake, __ATOMIC_SEQ_CST)) {
+		sv_conn_board_post(c);   /* room for the writer's waiting bytes */
 		ring_doorbell(c, &rx->producer_wants_wake, NULL);
+	}
 	return r ? (ssize_t)r : -EAGAIN;
 }
 

@@ -1,0 +1,218 @@
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "transport/shm/board.h"
+#include "transport/shm/procmap.h"
+#include "transport/transport.h"
+#include "util/log.h"
+
+#define WORDS (SV_BOARD_SLOTS / 64)
+
+/* Ours: the board, which channel holds each slot, and which are taken. */
+static struct {
+	pthread_mutex_t lock;        /* slot allocation; the board's creation */
+	struct sv_board *b;
+	int fd;
+	struct sv_conn **owner;      /* by slot; read by pollers without the lock */
+	uint64_t used[WORDS];
+	uint32_t words;              /* words with a slot ever taken: pollers read so many */
+	uint32_t hint;               /* a word that may have a free slot */
+} self = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
+static void board_create(void)
+{
+	int fd = memfd_create("softverbs-board", MFD_CLOEXEC);
+	struct sv_board *b;
+
+	if (fd < 0 || ftruncate(fd, sizeof(*b))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	self.owner = calloc(SV_BOARD_SLOTS, sizeof(*self.owner));
+	if (b == MAP_FAILED || !self.owner) {
+		if (b != MAP_FAILED)
+			munmap(b, sizeof(*b));
+		free(self.owner);
+		self.owner = NULL;
+		close(fd);
+		return;
+	}
+	b->magic = SV_BOARD_MAGIC;
+	b->slots = SV_BOARD_SLOTS;
+	self.fd = fd;
+	__atomic_store_n(&self.b, b, __ATOMIC_RELEASE);
+}
+
+int sv_board_fd(void)
+{
+	if (__atomic_load_n(&self.b, __ATOMIC_ACQUIRE))
+		return self.fd;
+	pthread_mutex_lock(&self.lock);
+	if (!self.b)
+		board_create();
+	pthread_mutex_unlock(&self.lock);
+	return self.fd;
+}
+
+void sv_board_forget_after_fork(void)
+{
+	pthread_mutex_init(&self.lock, NULL);
+	if (self.fd >= 0)
+		close(self.fd);
+	/* the parent's board and table stay mapped, never used: the child's
+	 * channels are its own */
+	self.fd = -1;
+	self.b = NULL;
+	self.owner = NULL;
+	self.words = self.hint = 0;
+	for (uint32_t i = 0; i < WORDS; i++)
+		self.used[i] = 0;
+}
+
+static bool board_valid(const void *base)
+{
+	const struct sv_board *b = base;
+
+	return b->magic == SV_BOARD_MAGIC && b->slots == SV_BOARD_SLOTS;
+}
+
+struct sv_board *sv_board_map(int fd)
+{
+	return sv_procmap_get(fd, sizeof(struct sv_board), PROT_READ | PROT_WRITE, board_valid);
+}
+
+void sv_board_unmap(struct sv_board *b)
+{
+	sv_procmap_put(b);
+}
+
+/* ---- slots ---- */
+
+static uint32_t slot_alloc(struct sv_conn *c)
+{
+	uint32_t slot = 0;
+
+	pthread_mutex_lock(&self.lock);
+	for (uint32_t n = 0; n < WORDS && !slot; n++) {
+		uint32_t w = (self.hint + n) % WORDS;
+		uint64_t free_bits = ~self.used[w] & (w ? ~0ull : ~1ull);    /* slot 0: none */
+
+		if (!free_bits)
+			continue;
+		slot = w * 64 + (uint32_t)__builtin_ctzll(free_bits);
+		self.used[w] |= 1ull << (slot & 63);
+		self.hint = w;
+		if (w + 1 > self.words)
+			__atomic_store_n(&self.words, w + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&self.owner[slot], c, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&self.lock);
+	return slot;
+}
+
+static void slot_free(uint32_t slot)
+{
+	pthread_mutex_lock(&self.lock);
+	__atomic_store_n(&self.owner[slot], NULL, __ATOMIC_RELEASE);
+	__atomic_and_fetch(&self.b->bits[slot / 64], ~(1ull << (slot & 63)), __ATOMIC_RELAXED);
+	self.used[slot / 64] &= ~(1ull << (slot & 63));
+	pthread_mutex_unlock(&self.lock);
+}
+
+/* A bit set unless it is already: a look is cheaper than a locked write to
+ * a line the reader clears. */
+static void bit_set(uint64_t *w, uint32_t slot)
+{
+	uint64_t m = 1ull << (slot & 63);
+
+	if (!(__atomic_load_n(w, __ATOMIC_RELAXED) & m))
+		__atomic_fetch_or(w, m, __ATOMIC_SEQ_CST);
+}
+
+bool sv_conn_board_join(struct sv_conn *c)
+{
+	uint32_t slot;
+
+	if (!(c->caps & SV_CAP_MAPPED) || c->shm.slot || sv_board_fd() < 0 ||
+	    !(slot = slot_alloc(c)))
+		return false;
+	c->shm.slot = slot;
+	__atomic_store_n(&c->shm.rx->consumer_slot, slot, __ATOMIC_SEQ_CST);
+	sv_conn_board_remind(c);         /* what came before the peer saw the slot */
+	return true;
+}
+
+void sv_conn_board_leave(struct sv_conn *c)
+{
+	if (!c->shm.slot)
+		return;
+	if (c->shm.rx)
+		__atomic_store_n(&c->shm.rx->consumer_slot, 0, __ATOMIC_SEQ_CST);
+	slot_free(c->shm.slot);
+	c->shm.slot = 0;
+}
+
+void sv_conn_board_remind(struct sv_conn *c)
+{
+	uint32_t slot = c->shm.slot;
+
+	if (slot)
+		bit_set(&self.b->bits[slot / 64], slot);
+}
+
+void sv_conn_board_post(struct sv_conn *c)
+{
+	struct sv_board *b = c->peer_board;
+	uint32_t slot = b ? __atomic_load_n(&c->shm.tx->consumer_slot, __ATOMIC_RELAXED) : 0;
+
+	if (!slot || slot >= SV_BOARD_SLOTS)   /* the peer's word: checked, never trusted */
+		return;
+	/* What we wrote before our look at the bit: the reader clears the bit
+	 * before it looks at the ring (sv_board_take), so one of us sees the other. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	bit_set(&b->bits[slot / 64], slot);
+}
+
+/* The channels of one word's set bits that the caller takes. */
+static int take_word(uint32_t w, bool (*mine)(const struct sv_conn *c, const void *arg),
+		     const void *arg, struct sv_conn **out, int max)
+{
+	uint64_t v = __atomic_load_n(&self.b->bits[w], __ATOMIC_RELAXED);
+	int k = 0;
+
+	while (v && k < max) {
+		uint32_t slot = w * 64 + (uint32_t)__builtin_ctzll(v);
+		struct sv_conn *c = __atomic_load_n(&self.owner[slot], __ATOMIC_ACQUIRE);
+
+		v &= v - 1;
+		if (c && !mine(c, arg))
+			continue;        /* another CQ's: its poller's, or the progress thread's */
+		__atomic_and_fetch(&self.b->bits[w], ~(1ull << (slot & 63)), __ATOMIC_SEQ_CST);
+		if (c)
+			out[k++] = c;
+	}
+	return k;
+}
+
+int sv_board_take(bool (*mine)(const struct sv_conn *c, const void *arg), const void *arg,
+		  struct sv_conn **out, int max, uint32_t *cursor)
+{
+	uint32_t words = __atomic_load_n(&self.words, __ATOMIC_ACQUIRE), start, k = 0;
+
+	if (!words || max <= 0)
+		return 0;
+	start = __atomic_load_n(cursor, __ATOMIC_RELAXED);
+	for (uint32_t n = 0, w = start < words ? start : 0; n < words; n++, w = w + 1 < words ? w + 1 : 0) {
+		k += (uint32_t)take_word(w, mine, arg, out + k, max - (int)k);
+		if ((int)k == max) {
+			__atomic_store_n(cursor, w, __ATOMIC_RELAXED);   /* the rest next time */
+			break;
+		}
+	}
+	return (int)k;
+}
