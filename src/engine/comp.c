@@ -432,13 +432,13 @@ static void ack_timeout(struct sv_qp *qp, uint64_t now)
 	qp->ack_deadline = 0;
 	if (qp->sq.head == qp->sq.tail)
 		return;
-	/* Nothing went on the wire yet: the channel is still being set up
-	 * (a NIC has no such step; 1,000 QPs posting at once wait for 2,000
-	 * channel handshakes, qp_scale).  Not a transport retry; the setup
-	 * gets the whole retry budget once more, then the QP fails as one
-	 * whose peer is gone. */
-	if ((qp->link == SV_LINK_CONNECTING || qp->link == SV_LINK_HELLO) &&
-	    qp->sq.next == qp->sq.head) {
+	/* Nothing went on the wire yet: the channel is still being set up,
+	 * or set up again after a handshake the busy peer dropped (a NIC has
+	 * no such step; 1,000 QPs posting at once wait for 2,000 channel
+	 * handshakes, qp_scale).  Not a transport retry; the setup gets the
+	 * whole retry budget once more, then the QP fails as one whose peer
+	 * is gone. */
+	if (qp->link != SV_LINK_UP && qp->sq.next == qp->sq.head) {
 		arm_gone_deadline(qp);
 		sv_req_arm_ack_timer(qp);
 		return;
