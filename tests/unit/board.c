@@ -6,10 +6,11 @@
  * Cases (each checks exact results):
  *   1. join gives slots from 1 and publishes them in the receive ring's
  *      consumer_slot; a channel of a CQ that joined nothing takes nothing;
- *   2. a post sets the bit the peer published; a take returns the channel
- *      once, with its bit cleared; a second take returns nothing;
- *   3. a take leaves another caller's channels (mine() false) and their
- *      bits, returns them to their own caller; a take stops at `max` and
+ *   2. a post sets the bit the peer published and its word's summary bit;
+ *      a take returns the channel once, with both cleared; a second take
+ *      returns nothing;
+ *   3. a take leaves another caller's channels (mine() false), their
+ *      bits and their word's summary bit, returns them to their own caller; a take stops at `max` and
  *      the next one resumes where it stopped;
  *   4. remind sets our own bit; a post to a slot beyond the board, or
  *      with no slot published, sets nothing;
@@ -96,9 +97,11 @@ int main(void)
 	/* 2 */
 	sv_conn_board_post(&fakes[1].c);
 	CHECK(peer->bits[0] == 1ull << 2);
+	CHECK(peer->summary[0] == 1);
 	k = take(0, out, N, &cur);
 	CHECK(k == 1 && out[0] == &fakes[1].c);
 	CHECK(peer->bits[0] == 0);
+	CHECK(peer->summary[0] == 0);
 	CHECK(take(0, out, N, &cur) == 0);
 
 	/* 3 */
@@ -106,7 +109,9 @@ int main(void)
 	CHECK(sv_conn_board_join(&fakes[3].c));
 	CHECK(take(0, out, N, &cur) == 0);         /* fakes[3] is caller 1's */
 	CHECK(peer->bits[0] == 1ull << 4);
+	CHECK(peer->summary[0] == 1);
 	CHECK(take(1, out, N, &cur2) == 1 && out[0] == &fakes[3].c);
+	CHECK(peer->summary[0] == 0);
 	for (int i = 0; i < 3; i++)
 		sv_conn_board_post(&fakes[i].c);
 	CHECK(take(0, out, 2, &cur) == 2);
@@ -141,10 +146,12 @@ int main(void)
 	CHECK(take(1, out, N, &cur2) == N - 4);
 	for (int i = 4; i < N; i++)
 		sv_conn_board_post(&fakes[i].c);
+	CHECK(peer->summary[0] == 3);               /* slots 5..100: words 0 and 1 */
 	k = 0;
 	for (int round = 0; round < 20; round++)
 		k += take(1, out, 7, &cur2);
 	CHECK(k == N - 4);
+	CHECK(peer->summary[0] == 0 && peer->bits[0] == 0 && peer->bits[1] == 0);
 	for (int i = 0; i < N; i++)
 		sv_conn_board_leave(&fakes[i].c);
 	sv_board_unmap(peer);

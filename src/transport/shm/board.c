@@ -125,13 +125,24 @@ static void slot_free(uint32_t slot)
 }
 
 /* A bit set unless it is already: a look is cheaper than a locked write to
- * a line the reader clears. */
-static void bit_set(uint64_t *w, uint32_t slot)
+ * a line the reader clears.  True if this call set it. */
+static bool set_once(uint64_t *w, uint32_t bit)
 {
-	uint64_t m = 1ull << (slot & 63);
+	uint64_t m = 1ull << (bit & 63);
 
-	if (!(__atomic_load_n(w, __ATOMIC_RELAXED) & m))
-		__atomic_fetch_or(w, m, __ATOMIC_SEQ_CST);
+	return !(__atomic_load_n(w, __ATOMIC_RELAXED) & m) &&
+	       !(__atomic_fetch_or(w, m, __ATOMIC_SEQ_CST) & m);
+}
+
+/* The slot's bit, then its word's summary bit: the reader clears the
+ * summary bit before it reads the word, so one of us sees the other.  A
+ * bit already set needs no summary: whoever set it saw to that. */
+static void bit_set(struct sv_board *b, uint32_t slot)
+{
+	uint32_t w = slot / 64;
+
+	if (set_once(&b->bits[w], slot))
+		set_once(&b->summary[w / 64], w);
 }
 
 bool sv_conn_board_join(struct sv_conn *c)
@@ -162,7 +173,7 @@ void sv_conn_board_remind(struct sv_conn *c)
 	uint32_t slot = c->shm.slot;
 
 	if (slot)
-		bit_set(&self.b->bits[slot / 64], slot);
+		bit_set(self.b, slot);
 }
 
 void sv_conn_board_post(struct sv_conn *c)
@@ -175,7 +186,7 @@ void sv_conn_board_post(struct sv_conn *c)
 	/* What we wrote before our look at the bit: the reader clears the bit
 	 * before it looks at the ring (sv_board_take), so one of us sees the other. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	bit_set(&b->bits[slot / 64], slot);
+	bit_set(b, slot);
 }
 
 /* The channels of one word's set bits that the caller takes. */
@@ -199,20 +210,52 @@ static int take_word(uint32_t w, bool (*mine)(const struct sv_conn *c, const voi
 	return k;
 }
 
+/* One summary word's words.  A word's summary bit is cleared only once
+ * the word is empty, then the word is read again: a writer that set a bit
+ * meanwhile either sees the summary bit clear (and sets it) or is seen
+ * here.  A word that keeps bits (another caller's, or beyond `max`) keeps
+ * its summary bit. */
+static int take_summary(uint32_t j, uint32_t words, bool (*mine)(const struct sv_conn *c, const void *arg),
+			const void *arg, struct sv_conn **out, int max)
+{
+	uint64_t s = __atomic_load_n(&self.b->summary[j], __ATOMIC_RELAXED);
+	int k = 0;
+
+	while (s && k < max) {
+		uint32_t w = j * 64 + (uint32_t)__builtin_ctzll(s);
+		uint64_t m = 1ull << (w & 63);
+
+		s &= s - 1;
+		if (w >= words)
+			continue;
+		k += take_word(w, mine, arg, out + k, max - k);
+		if (__atomic_load_n(&self.b->bits[w], __ATOMIC_RELAXED))
+			continue;
+		__atomic_and_fetch(&self.b->summary[j], ~m, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&self.b->bits[w], __ATOMIC_SEQ_CST))
+			set_once(&self.b->summary[j], w);
+	}
+	return k;
+}
+
 int sv_board_take(bool (*mine)(const struct sv_conn *c, const void *arg), const void *arg,
 		  struct sv_conn **out, int max, uint32_t *cursor)
 {
-	uint32_t words = __atomic_load_n(&self.words, __ATOMIC_ACQUIRE), start, k = 0;
+	uint32_t words = __atomic_load_n(&self.words, __ATOMIC_ACQUIRE), sums, j;
+	int k = 0;
 
 	if (!words || max <= 0)
 		return 0;
-	start = __atomic_load_n(cursor, __ATOMIC_RELAXED);
-	for (uint32_t n = 0, w = start < words ? start : 0; n < words; n++, w = w + 1 < words ? w + 1 : 0) {
-		k += (uint32_t)take_word(w, mine, arg, out + k, max - (int)k);
-		if ((int)k == max) {
-			__atomic_store_n(cursor, w, __ATOMIC_RELAXED);   /* the rest next time */
+	sums = (words + 63) / 64;
+	j = __atomic_load_n(cursor, __ATOMIC_RELAXED);
+	for (uint32_t n = 0; n < sums; n++, j++) {
+		if (j >= sums)
+			j = 0;
+		k += take_summary(j, words, mine, arg, out + k, max - k);
+		if (k == max) {
+			__atomic_store_n(cursor, j, __ATOMIC_RELAXED);   /* the rest next time */
 			break;
 		}
 	}
-	return (int)k;
+	return k;
 }

@@ -22,9 +22,12 @@
 #define SV_BOARD_MAGIC 0x53564244u     /* "SVBD" */
 #define SV_BOARD_SLOTS 65536u          /* slot 0 is "none"; channels beyond stay scanned */
 
+/* A word of `bits` per 64 slots, and a bit of `summary` per word that may
+ * have bits set: a poll reads the summary, then only the words it names. */
 struct sv_board {
 	uint32_t magic, slots;
 	uint8_t pad[56];
+	uint64_t summary[SV_BOARD_SLOTS / 64 / 64];
 	uint64_t bits[SV_BOARD_SLOTS / 64];
 };
 
