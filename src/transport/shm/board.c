@@ -8,6 +8,7 @@
 #include "transport/shm/procmap.h"
 #include "transport/transport.h"
 #include "util/log.h"
+#include "util/tsan.h"
 
 #define WORDS (SV_BOARD_SLOTS / 64)
 
@@ -64,8 +65,11 @@ void sv_board_forget_after_fork(void)
 	pthread_mutex_init(&self.lock, NULL);
 	if (self.fd >= 0)
 		close(self.fd);
-	/* the parent's board and table stay mapped, never used: the child's
-	 * channels are its own */
+	/* the parent's board and table are not the child's: its channels will
+	 * be its own, and the parent's it inherited are no longer on a board */
+	if (self.b)
+		munmap(self.b, sizeof(*self.b));
+	free(self.owner);
 	self.fd = -1;
 	self.b = NULL;
 	self.owner = NULL;
@@ -158,22 +162,29 @@ bool sv_conn_board_join(struct sv_conn *c)
 	return true;
 }
 
+/* Is the channel's slot on this process's board?  (Not a channel a forked
+ * child inherited: its slot was the parent's.) */
+static bool slot_ours(const struct sv_conn *c)
+{
+	return c->shm.slot && self.owner &&
+	       __atomic_load_n(&self.owner[c->shm.slot], __ATOMIC_RELAXED) == c;
+}
+
 void sv_conn_board_leave(struct sv_conn *c)
 {
 	if (!c->shm.slot)
 		return;
 	if (c->shm.rx)
 		__atomic_store_n(&c->shm.rx->consumer_slot, 0, __ATOMIC_SEQ_CST);
-	slot_free(c->shm.slot);
+	if (slot_ours(c))
+		slot_free(c->shm.slot);
 	c->shm.slot = 0;
 }
 
 void sv_conn_board_remind(struct sv_conn *c)
 {
-	uint32_t slot = c->shm.slot;
-
-	if (slot)
-		bit_set(self.b, slot);
+	if (slot_ours(c))
+		bit_set(self.b, c->shm.slot);
 }
 
 void sv_conn_board_post(struct sv_conn *c)
@@ -185,7 +196,11 @@ void sv_conn_board_post(struct sv_conn *c)
 		return;
 	/* What we wrote before our look at the bit: the reader clears the bit
 	 * before it looks at the ring (sv_board_take), so one of us sees the other. */
+#ifdef SV_TSAN
+	__atomic_fetch_or(&b->bits[slot / 64], 0, __ATOMIC_SEQ_CST);   /* TSan has no fences */
+#else
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
 	bit_set(b, slot);
 }
 
