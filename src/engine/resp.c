@@ -687,12 +687,17 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 		resp_fail(qp, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR,
 			  "the rkey to invalidate is no type 2 window bound to this QP");
 	if (qp->rctx.nak) {
-		sv_xmit_nak(c, qp, h->psn, qp->rctx.nak, 0);
+		enum sv_nak nak = qp->rctx.nak;
+
 		if (qp->rctx.have_wqe)
 			complete_recv(qp, c, h);
-		sv_resp_batch_end(qp, c);      /* before the channel goes down */
+		sv_resp_batch_end(qp, c);
 		xrc_target_done(qp, c);
-		sv_info("qp %u: responder error, NAK %u", qp->ibqp.qp_base.qp_num, qp->rctx.nak);
+		/* Last: its requester may destroy the XRC SRQ as soon as it has
+		 * the error, which the target must have let go of by then. */
+		sv_xmit_nak(c, qp, h->psn, nak, 0);
+		sv_xmit_flush(c);              /* before the channel goes down */
+		sv_info("qp %u: responder error, NAK %u", qp->ibqp.qp_base.qp_num, nak);
 		/* A READ response before it lost its memory mid-frame and took
 		 * the channel, and the NAK, with it (xmit.c): the requester asks
 		 * again and gets the NAK then. */
