@@ -217,15 +217,15 @@ int rs_cm_progress(struct rsock *rs)
 /* The rsocket s, locked, for a call that names an address. */
 static struct rsock *lock_with_addr(int s, const struct sockaddr *addr, socklen_t len)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = rs_enter(s);
 
 	if (!rs)
 		return NULL;
 	if (!addr || len < sizeof(sa_family_t)) {
+		rs_leave(rs);
 		errno = EINVAL;
 		return NULL;
 	}
-	pthread_mutex_lock(&rs->lock);
 	return rs;
 }
 
@@ -242,18 +242,17 @@ RS_EXPORT int rbind(int s, const struct sockaddr *addr, socklen_t len)
 		ret = rs_errno(EINVAL);
 	else
 		ret = rdma_bind_addr(rs->id, (struct sockaddr *)addr);
-	pthread_mutex_unlock(&rs->lock);
+	rs_leave(rs);
 	return ret;
 }
 
 RS_EXPORT int rlisten(int s, int backlog)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = rs_enter(s);
 	int ret = 0;
 
 	if (!rs)
 		return -1;
-	pthread_mutex_lock(&rs->lock);
 	if (rs->type != SOCK_STREAM)
 		ret = rs_errno(EOPNOTSUPP);
 	else if (rs->state == RS_LISTENING)
@@ -264,7 +263,7 @@ RS_EXPORT int rlisten(int s, int backlog)
 		ret = -1;
 	else
 		rs->state = RS_LISTENING;
-	pthread_mutex_unlock(&rs->lock);
+	rs_leave(rs);
 	return ret;
 }
 
@@ -306,8 +305,7 @@ fail:;
 	if (rs) {
 		if (!rs->id)
 			rdma_destroy_id(req->id);
-		rs_conn_free(rs);
-		rs_free(rs);
+		rs_unregister(rs);
 	} else {
 		rdma_destroy_id(req->id);
 	}
@@ -315,42 +313,47 @@ fail:;
 	return NULL;
 }
 
-RS_EXPORT int raccept(int s, struct sockaddr *addr, socklen_t *len)
+/* Takes the first connect request, waiting for one (lock held): 0, or -1. */
+static int next_request(struct rsock *l, struct rs_pending *req)
 {
-	struct rsock *l = rs_get(s), *rs = NULL;
-	struct rs_pending req;
-
-	if (!l)
-		return -1;
-	pthread_mutex_lock(&l->lock);
 	for (;;) {
-		if (l->state != RS_LISTENING) {
-			pthread_mutex_unlock(&l->lock);
+		if (l->state != RS_LISTENING)
 			return rs_errno(EINVAL);
-		}
 		rs_cm_progress(l);
 		if (l->backlog_len)
 			break;
-		if (l->nonblock) {
-			pthread_mutex_unlock(&l->lock);
+		if (l->nonblock)
 			return rs_errno(EAGAIN);
-		}
-		if (rs_wait(l, -1) && errno == EINTR) {
-			pthread_mutex_unlock(&l->lock);
+		if (rs_wait(l, -1) && errno == EINTR)
 			return -1;
-		}
 	}
-	req = l->backlog[0];
-	memmove(&l->backlog[0], &l->backlog[1], (size_t)(l->backlog_len - 1) * sizeof(req));
+	*req = l->backlog[0];
+	memmove(&l->backlog[0], &l->backlog[1], (size_t)(l->backlog_len - 1) * sizeof(*req));
 	l->backlog_len--;
-	pthread_mutex_unlock(&l->lock);
+	return 0;
+}
 
-	rs = accept_one(l, &req);
+RS_EXPORT int raccept(int s, struct sockaddr *addr, socklen_t *len)
+{
+	struct rsock *l = rs_enter(s), *rs;
+	struct rs_pending req;
+	int fd;
+
+	if (!l)
+		return -1;
+	if (next_request(l, &req)) {
+		rs_leave(l);
+		return -1;
+	}
+	pthread_mutex_unlock(&l->lock);
+	rs = accept_one(l, &req);	/* reads l's options: our reference keeps it */
+	rs_put(l);
 	if (!rs)
 		return -1;
+	fd = rs->fd;
 	if (addr && len)
-		rgetpeername(rs->fd, addr, len);
-	return rs->fd;
+		rgetpeername(fd, addr, len);
+	return fd;
 }
 
 /* Blocks until connecting ends (lock held): 0 when connected. */
@@ -394,7 +397,7 @@ RS_EXPORT int rconnect(int s, const struct sockaddr *addr, socklen_t len)
 		rs->state = RS_RESOLVING_ADDR;
 		ret = rs->nonblock ? rs_errno(EINPROGRESS) : connect_wait(rs);
 	}
-	pthread_mutex_unlock(&rs->lock);
+	rs_leave(rs);
 	return ret;
 }
 
@@ -453,14 +456,15 @@ void rs_conn_close(struct rsock *rs)
 
 RS_EXPORT int rshutdown(int s, int how)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = rs_enter(s);
 	int ret = 0;
 
 	if (!rs)
 		return -1;
-	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
+		rs_leave(rs);
 		return rs_errno(EINVAL);
-	pthread_mutex_lock(&rs->lock);
+	}
 	if (rs->type == SOCK_DGRAM) {
 		ret = 0;
 	} else if (rs->state != RS_CONNECTED && rs->state != RS_DISCONNECTED) {
@@ -475,7 +479,7 @@ RS_EXPORT int rshutdown(int s, int how)
 		rs_send_control(rs);
 	}
 	rs_wake(rs);
-	pthread_mutex_unlock(&rs->lock);
+	rs_leave(rs);
 	return ret;
 }
 

@@ -11,15 +11,15 @@
 /* The rsocket s, locked, for a call with an iovec. */
 static struct rsock *lock_with_iov(int s, const struct iovec *iov, int iovcnt)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = rs_enter(s);
 
 	if (!rs)
 		return NULL;
 	if (iovcnt < 0 || (iovcnt && !iov)) {
+		rs_leave(rs);
 		errno = EINVAL;
 		return NULL;
 	}
-	pthread_mutex_lock(&rs->lock);
 	return rs;
 }
 
@@ -38,7 +38,7 @@ static ssize_t do_recv(int s, const struct iovec *iov, int iovcnt, int flags,
 		if (ret >= 0 && from && fromlen)
 			rs_copy_addr(rdma_get_peer_addr(rs->id), from, fromlen);
 	}
-	pthread_mutex_unlock(&rs->lock);
+	rs_leave(rs);
 	return ret;
 }
 
@@ -54,7 +54,7 @@ static ssize_t do_send(int s, const struct iovec *iov, int iovcnt, int flags,
 		ret = rs_dgram_send(rs, iov, iovcnt, flags, to, tolen);
 	else
 		ret = rs_stream_send(rs, iov, iovcnt, flags);	/* as TCP: `to` ignored */
-	pthread_mutex_unlock(&rs->lock);
+	rs_leave(rs);
 	return ret;
 }
 

@@ -142,15 +142,16 @@ static int rdma_opt(struct rsock *rs, int name, int v, const void *val, socklen_
 
 RS_EXPORT int rsetsockopt(int s, int level, int name, const void *val, socklen_t len)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = rs_enter(s);
 	int v = 0, ret;
 
 	if (!rs)
 		return -1;
 	if (!(level == SOL_SOCKET && name == SO_LINGER) &&
-	    !(level == SOL_RDMA && name == RDMA_ROUTE) && int_arg(val, len, &v))
+	    !(level == SOL_RDMA && name == RDMA_ROUTE) && int_arg(val, len, &v)) {
+		rs_leave(rs);
 		return -1;
-	pthread_mutex_lock(&rs->lock);
+	}
 	switch (level) {
 	case SOL_SOCKET:
 		ret = socket_opt(rs, name, v, val, len);
@@ -179,7 +180,7 @@ RS_EXPORT int rsetsockopt(int s, int level, int name, const void *val, socklen_t
 	default:
 		ret = rs_errno(ENOTSUP);
 	}
-	pthread_mutex_unlock(&rs->lock);
+	rs_leave(rs);
 	return ret;
 }
 
@@ -225,12 +226,11 @@ static int get_socket_opt(struct rsock *rs, int name, void *val, socklen_t *len)
 
 RS_EXPORT int rgetsockopt(int s, int level, int name, void *val, socklen_t *len)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = rs_enter(s);
 	int ret;
 
 	if (!rs)
 		return -1;
-	pthread_mutex_lock(&rs->lock);
 	switch (level) {
 	case SOL_SOCKET:
 		ret = get_socket_opt(rs, name, val, len);
@@ -260,13 +260,13 @@ RS_EXPORT int rgetsockopt(int s, int level, int name, void *val, socklen_t *len)
 	default:
 		ret = rs_errno(ENOTSUP);
 	}
-	pthread_mutex_unlock(&rs->lock);
+	rs_leave(rs);
 	return ret;
 }
 
 RS_EXPORT int rfcntl(int s, int cmd, ...)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = rs_enter(s);
 	va_list ap;
 	long arg;
 	int ret;
@@ -276,7 +276,6 @@ RS_EXPORT int rfcntl(int s, int cmd, ...)
 	va_start(ap, cmd);
 	arg = va_arg(ap, long);
 	va_end(ap);
-	pthread_mutex_lock(&rs->lock);
 	switch (cmd) {
 	case F_GETFL:
 		ret = O_RDWR | (rs->nonblock ? O_NONBLOCK : 0);
@@ -292,7 +291,7 @@ RS_EXPORT int rfcntl(int s, int cmd, ...)
 	default:
 		ret = rs_errno(ENOTSUP);
 	}
-	pthread_mutex_unlock(&rs->lock);
+	rs_leave(rs);
 	return ret;
 }
 
@@ -312,12 +311,11 @@ int rs_copy_addr(const struct sockaddr *sa, struct sockaddr *addr, socklen_t *le
 
 static int name_of(int s, struct sockaddr *addr, socklen_t *len, bool peer)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = rs_enter(s);
 	int ret;
 
 	if (!rs)
 		return -1;
-	pthread_mutex_lock(&rs->lock);
 	if (rs->type == SOCK_DGRAM)
 		ret = rs_dgram_name(rs, addr, len, peer);
 	else if (peer && rs->state != RS_CONNECTED && rs->state != RS_DISCONNECTED)
@@ -325,7 +323,7 @@ static int name_of(int s, struct sockaddr *addr, socklen_t *len, bool peer)
 	else
 		ret = rs_copy_addr(peer ? rdma_get_peer_addr(rs->id) : rdma_get_local_addr(rs->id),
 				addr, len);
-	pthread_mutex_unlock(&rs->lock);
+	rs_leave(rs);
 	return ret;
 }
 

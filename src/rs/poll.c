@@ -209,6 +209,9 @@ RS_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		if (!ready_rs && timeout > 0 && (sv_now_ns() - start) / 1000000 >= (uint64_t)timeout)
 			break;
 	}
+	for (nfds_t i = 0; i < nfds; i++)
+		if (rss[i])
+			rs_put(rss[i]);
 	free(rss);
 	return ret;
 }

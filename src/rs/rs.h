@@ -8,7 +8,11 @@
  * completion channel, an eventfd other threads use to wake sleepers), so
  * rpoll and the preload library's poll/select can sleep on it as on a
  * socket.  One mutex per rsocket guards all of it; it is never held while
- * sleeping.
+ * sleeping.  Every call holds a reference from its lookup (rs_get or
+ * rs_enter) to its return, and so does the number itself until rclose: the
+ * last reference frees the rsocket, so a thread asleep in a call never
+ * finds it gone.  The references are counted under the table's lock, which
+ * may be taken with an rsocket's mutex held, never the other way round.
  *
  * A stream rsocket is one RC QP.  The protocol (docs/wire-format.md,
  * "rsockets") is SENDs into fixed-size receive slots with credits: a slot
@@ -98,6 +102,8 @@ struct rsock {
 	enum rs_state state;
 	int err;		/* SO_ERROR: pending error */
 	int sleepers;
+	int refs;		/* the number's, and one per call: under the table's lock */
+	bool closed;		/* rclosed: calls still in it return EBADF */
 	bool nonblock;
 	bool shut_rd, shut_wr;	/* local shutdown */
 	bool peer_fin;		/* the peer shut its writing side */
@@ -149,9 +155,14 @@ struct rsock {
 };
 
 /* ---- rs/table.c: numbers, creation, destruction ---------------------- */
-struct rsock *rs_get(int s);			/* NULL: errno EBADF */
+struct rsock *rs_get(int s);			/* a reference; NULL: errno EBADF */
+void rs_put(struct rsock *rs);			/* the last one frees; errno kept */
+/* rs_get and the lock, for a call; NULL (EBADF) if rclosed meanwhile. */
+struct rsock *rs_enter(int s);
+void rs_leave(struct rsock *rs);		/* unlock and rs_put */
 struct rsock *rs_alloc(int type, int domain);	/* registered, not locked */
-void rs_free(struct rsock *rs);			/* unregisters */
+/* Takes the number away: later lookups fail, the number's reference goes. */
+void rs_unregister(struct rsock *rs);
 int rs_epoll_add(struct rsock *rs, int fd);
 int rs_nonblock(int fd);
 void rs_wake(struct rsock *rs);			/* wake threads in rs_wait */

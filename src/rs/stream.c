@@ -610,14 +610,13 @@ static int write_chunk(struct rsock *rs, const struct iovec *iov, int iovcnt, si
 
 RS_EXPORT size_t riowrite(int s, const void *buf, size_t count, off_t offset, int flags)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = rs_enter(s);
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = count };
 	uint64_t off = (uint64_t)offset;
 	ssize_t ret;
 
 	if (!rs)
 		return (size_t)-1;
-	pthread_mutex_lock(&rs->lock);
 	if (rs->type != SOCK_STREAM) {
 		ret = rs_errno(EOPNOTSUPP);
 	} else {
@@ -629,7 +628,7 @@ RS_EXPORT size_t riowrite(int s, const void *buf, size_t count, off_t offset, in
 		ret = m ? send_loop(rs, &iov, 1, flags, false, write_chunk, &off) :
 			  rs_errno(EINVAL);
 	}
-	pthread_mutex_unlock(&rs->lock);
+	rs_leave(rs);
 	return (size_t)ret;
 }
 
@@ -674,16 +673,17 @@ static int announce(struct rsock *rs, const struct rs_iomap *m)
 
 RS_EXPORT off_t riomap(int s, void *buf, size_t len, int prot, int flags, off_t offset)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = rs_enter(s);
 	struct rs_iomap *m = NULL;
 	off_t ret = -1;
 
 	(void)flags;
 	if (!rs)
 		return -1;
-	if (!buf || !len || len > UINT32_MAX || (prot & ~(PROT_READ | PROT_WRITE)))
-		return rs_errno(EINVAL);
-	pthread_mutex_lock(&rs->lock);
+	if (!buf || !len || len > UINT32_MAX || (prot & ~(PROT_READ | PROT_WRITE))) {
+		errno = EINVAL;
+		goto out;
+	}
 	if (rs->type != SOCK_STREAM || rs->state != RS_CONNECTED) {
 		errno = rs->type != SOCK_STREAM ? EOPNOTSUPP : ENOTCONN;
 		goto out;
@@ -717,18 +717,17 @@ RS_EXPORT off_t riomap(int s, void *buf, size_t len, int prot, int flags, off_t 
 	}
 	ret = (off_t)m->offset;
 out:
-	pthread_mutex_unlock(&rs->lock);
+	rs_leave(rs);
 	return ret;
 }
 
 RS_EXPORT int riounmap(int s, void *buf, size_t len)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = rs_enter(s);
 	int ret = rs_errno(EINVAL);
 
 	if (!rs)
 		return -1;
-	pthread_mutex_lock(&rs->lock);
 	for (int i = 0; rs->lmap && i < rs->iomap_size; i++) {
 		struct rs_iomap *m = &rs->lmap[i];
 
@@ -739,6 +738,6 @@ RS_EXPORT int riounmap(int s, void *buf, size_t len)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&rs->lock);
+	rs_leave(rs);
 	return ret;
 }

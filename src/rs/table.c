@@ -61,10 +61,72 @@ struct rsock *rs_get(int s)
 	pthread_mutex_lock(&table_lock);
 	if (s >= 0 && s < table_len)
 		rs = table[s];
+	if (rs)
+		rs->refs++;
 	pthread_mutex_unlock(&table_lock);
 	if (!rs)
 		errno = EBADF;
 	return rs;
+}
+
+/* The last reference: nobody else can reach the rsocket any more. */
+static void destroy(struct rsock *rs)
+{
+	if (rs->type == SOCK_DGRAM)
+		rs_dgram_free(rs);
+	else
+		rs_conn_free(rs);
+	pthread_mutex_destroy(&rs->lock);
+	close(rs->evfd);
+	close(rs->fd);
+	free(rs);
+}
+
+void rs_put(struct rsock *rs)
+{
+	int e = errno;
+	bool last;
+
+	pthread_mutex_lock(&table_lock);
+	last = --rs->refs == 0;
+	pthread_mutex_unlock(&table_lock);
+	if (last)
+		destroy(rs);
+	errno = e;
+}
+
+struct rsock *rs_enter(int s)
+{
+	struct rsock *rs = rs_get(s);
+
+	if (!rs)
+		return NULL;
+	pthread_mutex_lock(&rs->lock);
+	if (rs->closed) {
+		rs_leave(rs);
+		errno = EBADF;
+		return NULL;
+	}
+	return rs;
+}
+
+void rs_leave(struct rsock *rs)
+{
+	pthread_mutex_unlock(&rs->lock);
+	rs_put(rs);
+}
+
+void rs_unregister(struct rsock *rs)
+{
+	bool numbered;
+
+	pthread_mutex_lock(&table_lock);
+	numbered = table[rs->fd] == rs;
+	if (numbered)
+		table[rs->fd] = NULL;
+	pthread_mutex_unlock(&table_lock);
+	if (numbered)
+		rs_put(rs);
 }
 
 bool rs_is_rsocket(int fd)
@@ -113,6 +175,7 @@ struct rsock *rs_alloc(int type, int domain)
 	if (rs->fd < 0 || rs->evfd < 0 || rs_epoll_add(rs, rs->evfd))
 		goto fail;
 	pthread_mutex_init(&rs->lock, NULL);
+	rs->refs = 1;		/* the number's */
 	rs_defaults(rs);
 	pthread_mutex_lock(&table_lock);
 	if (table_put(rs->fd, rs)) {
@@ -130,17 +193,6 @@ fail:
 		close(rs->fd);
 	free(rs);
 	return NULL;
-}
-
-void rs_free(struct rsock *rs)
-{
-	pthread_mutex_lock(&table_lock);
-	table[rs->fd] = NULL;
-	pthread_mutex_unlock(&table_lock);
-	pthread_mutex_destroy(&rs->lock);
-	close(rs->evfd);
-	close(rs->fd);
-	free(rs);
 }
 
 RS_EXPORT int rsocket(int domain, int type, int protocol)
@@ -169,29 +221,22 @@ RS_EXPORT int rsocket(int domain, int type, int protocol)
 	    rdma_create_id(rs->cm_ch, &rs->id, rs, RDMA_PS_TCP))
 		goto fail;
 	return rs->fd;
-fail:;
-	int e = errno;
-
-	rs_conn_free(rs);
-	rs_free(rs);
-	return rs_errno(e);
+fail:
+	rs_unregister(rs);
+	return -1;
 }
 
 RS_EXPORT int rclose(int s)
 {
-	struct rsock *rs = rs_get(s);
+	struct rsock *rs = rs_enter(s);
 
 	if (!rs)
 		return -1;
-	pthread_mutex_lock(&rs->lock);
-	if (rs->type == SOCK_DGRAM) {
-		rs_dgram_free(rs);
-	} else {
+	rs->closed = true;
+	rs_unregister(rs);
+	if (rs->type == SOCK_STREAM)
 		rs_conn_close(rs);
-		rs_conn_free(rs);
-	}
-	pthread_mutex_unlock(&rs->lock);
-	rs_free(rs);
+	rs_leave(rs);
 	return 0;
 }
 
