@@ -108,6 +108,21 @@ int rs_wait(struct rsock *rs, int timeout_ms)
 
 /* ---- rpoll ------------------------------------------------------------ */
 
+/* One rsocket's revents (lock held); rclosed meanwhile, it is POLLNVAL as
+ * poll(2) says of a descriptor that is not open. */
+static short look(struct rsock *rs, short events, bool do_arm)
+{
+	if (rs->closed)
+		return POLLNVAL;
+	rs_progress(rs);
+	if (do_arm) {
+		drain(rs);
+		arm(rs);
+		rs_progress(rs);
+	}
+	return rs_revents(rs) & (events | POLLERR | POLLHUP | POLLNVAL);
+}
+
 /* Fills the rsockets' revents; returns how many are ready. */
 static int scan(struct pollfd *fds, nfds_t nfds, struct rsock **rss, bool do_arm)
 {
@@ -119,13 +134,7 @@ static int scan(struct pollfd *fds, nfds_t nfds, struct rsock **rss, bool do_arm
 		if (!rs)
 			continue;
 		pthread_mutex_lock(&rs->lock);
-		rs_progress(rs);
-		if (do_arm) {
-			drain(rs);
-			arm(rs);
-			rs_progress(rs);
-		}
-		fds[i].revents = rs_revents(rs) & (fds[i].events | POLLERR | POLLHUP | POLLNVAL);
+		fds[i].revents = look(rs, fds[i].events, do_arm);
 		pthread_mutex_unlock(&rs->lock);
 		if (fds[i].revents)
 			ready++;
@@ -232,6 +241,9 @@ RS_EXPORT int rselect(int nfds, fd_set *rfds, fd_set *wfds, fd_set *efds, struct
 			p[n++] = (struct pollfd){ .fd = fd, .events = ev };
 	}
 	ret = rpoll(p, (nfds_t)n, tv ? (int)(tv->tv_sec * 1000 + tv->tv_usec / 1000) : -1);
+	for (int i = 0; ret > 0 && i < n; i++)
+		if (p[i].revents & POLLNVAL)
+			ret = rs_errno(EBADF);	/* as select(2) for a descriptor not open */
 	if (rfds)
 		FD_ZERO(rfds);
 	if (wfds)
