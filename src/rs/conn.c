@@ -324,7 +324,7 @@ static int next_request(struct rsock *l, struct rs_pending *req)
 			break;
 		if (l->nonblock)
 			return rs_errno(EAGAIN);
-		if (rs_wait(l, -1) && errno == EINTR)
+		if (rs_wait(l, -1))
 			return -1;
 	}
 	*req = l->backlog[0];
@@ -369,7 +369,7 @@ static int connect_wait(struct rsock *rs)
 			rs->err = 0;
 			return rs_errno(e);
 		}
-		if (rs_wait(rs, -1) && errno == EINTR)
+		if (rs_wait(rs, -1))
 			return -1;
 	}
 }
@@ -413,7 +413,7 @@ static void drain_sends(struct rsock *rs, int ms)
 			break;
 		rs_progress(rs);
 		if (rs->sq_avail < rs->sq_size || rs->fin_pending)
-			rs_wait(rs, (int)((end - now) / 1000000) + 1);
+			rs_sleep(rs, (int)((end - now) / 1000000) + 1);
 	}
 }
 
@@ -430,7 +430,7 @@ static void wait_peer_fin(struct rsock *rs, int ms)
 			break;
 		rs_progress(rs);
 		if (!rs->peer_fin)
-			rs_wait(rs, (int)((end - now) / 1000000) + 1);
+			rs_sleep(rs, (int)((end - now) / 1000000) + 1);
 	}
 }
 

@@ -482,7 +482,8 @@ wait:
 			errno = ETIMEDOUT;
 			return NULL;
 		}
-		rs_wait(rs, (int)((end - now) / 1000000) + 1);
+		if (rs_wait(rs, (int)((end - now) / 1000000) + 1) && errno == EBADF)
+			return NULL;
 	}
 	t = &d->dests[idx];
 	if (t->state == DG_FAILED) {
@@ -587,7 +588,7 @@ static int dg_wait(struct rsock *rs, bool block, const uint32_t *count)
 			return 0;
 		if (!block)
 			return rs_errno(EAGAIN);
-		if (rs_wait(rs, -1) && errno == EINTR)
+		if (rs_wait(rs, -1))
 			return -1;
 	}
 }

@@ -60,7 +60,8 @@ static void drain(struct rsock *rs)
 	uint64_t v;
 	void *ctx;
 
-	if (read(rs->evfd, &v, sizeof(v)) < 0) {
+	/* a closed rsocket's stays readable: each sleeper it woke must see it */
+	if (!rs->closed && read(rs->evfd, &v, sizeof(v)) < 0) {
 		/* nothing was written: EAGAIN */
 	}
 	while (rs->cc && !ibv_get_cq_event(rs->cc, &cq, &ctx)) {
@@ -81,9 +82,27 @@ static void arm(struct rsock *rs)
 		rs->cq_armed = true;
 }
 
-int rs_wait(struct rsock *rs, int timeout_ms)
+/* What a sleeper polls: the epoll fd, but a closed rsocket's is always
+ * readable (its evfd), so its closer polls what can make progress. */
+static nfds_t sleep_fds(struct rsock *rs, struct pollfd *p)
 {
-	struct pollfd p = { .fd = rs->fd, .events = POLLIN };
+	nfds_t n = 0;
+
+	if (!rs->closed) {
+		p[n++] = (struct pollfd){ .fd = rs->fd, .events = POLLIN };
+		return n;
+	}
+	if (rs->cm_ch)
+		p[n++] = (struct pollfd){ .fd = rs->cm_ch->fd, .events = POLLIN };
+	if (rs->cc)
+		p[n++] = (struct pollfd){ .fd = rs->cc->fd, .events = POLLIN };
+	return n;
+}
+
+int rs_sleep(struct rsock *rs, int timeout_ms)
+{
+	struct pollfd p[2];
+	nfds_t np;
 	uint64_t spin_end = sv_now_ns() + (uint64_t)rs_polling_us() * 1000;
 	int n, err;
 
@@ -94,9 +113,10 @@ int rs_wait(struct rsock *rs, int timeout_ms)
 	arm(rs);
 	if (rs_progress(rs))
 		return 0;
+	np = sleep_fds(rs, p);
 	rs->sleepers++;
 	pthread_mutex_unlock(&rs->lock);
-	n = poll(&p, 1, timeout_ms);
+	n = poll(p, np, timeout_ms);
 	err = errno;		/* drain's reads must not hide an EINTR */
 	pthread_mutex_lock(&rs->lock);
 	rs->sleepers--;
@@ -104,6 +124,17 @@ int rs_wait(struct rsock *rs, int timeout_ms)
 	if (n == 0)
 		return rs_errno(ETIMEDOUT);
 	return n < 0 ? rs_errno(err) : 0;
+}
+
+int rs_wait(struct rsock *rs, int timeout_ms)
+{
+	int ret;
+
+	if (rs->closed)
+		return rs_errno(EBADF);
+	ret = rs_sleep(rs, timeout_ms);
+	/* EBADF as for any call on a closed number (Linux's recv(2) would sleep on) */
+	return rs->closed ? rs_errno(EBADF) : ret;
 }
 
 /* ---- rpoll ------------------------------------------------------------ */

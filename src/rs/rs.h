@@ -165,7 +165,7 @@ struct rsock *rs_alloc(int type, int domain);	/* registered, not locked */
 void rs_unregister(struct rsock *rs);
 int rs_epoll_add(struct rsock *rs, int fd);
 int rs_nonblock(int fd);
-void rs_wake(struct rsock *rs);			/* wake threads in rs_wait */
+void rs_wake(struct rsock *rs);			/* wake threads in rs_wait, rpoll */
 bool rs_is_rsocket(int fd);
 
 /* ---- rs/opt.c: defaults from /etc/rdma/rsocket ------------------------ */
@@ -195,8 +195,11 @@ ssize_t rs_stream_send(struct rsock *rs, const struct iovec *iov, int iovcnt, in
 int rs_progress(struct rsock *rs);		/* CM events and completions taken */
 short rs_revents(struct rsock *rs);		/* POLLIN/OUT/HUP/ERR now */
 /* Sleeps until something may have changed, or timeout_ms (-1: forever).
- * Lock held on entry and return; 0, or -1 with errno ETIMEDOUT/EINTR. */
+ * Lock held on entry and return; 0, or -1 with errno ETIMEDOUT/EINTR, or
+ * EBADF once the rsocket is rclosed: every call must then return. */
 int rs_wait(struct rsock *rs, int timeout_ms);
+/* rs_wait for the lingering of a connection's close: not cut short by it. */
+int rs_sleep(struct rsock *rs, int timeout_ms);
 
 /* ---- rs/dgram.c -------------------------------------------------------- */
 int rs_dgram_init(struct rsock *rs);

@@ -455,7 +455,7 @@ ssize_t rs_stream_recv(struct rsock *rs, const struct iovec *iov, int iovcnt, in
 		}
 		if (!block)
 			return done ? (ssize_t)done : rs_errno(EAGAIN);
-		if (rs_wait(rs, -1) && errno == EINTR)
+		if (rs_wait(rs, -1))
 			return done ? (ssize_t)done : -1;
 		rs_progress(rs);
 	}
@@ -525,7 +525,7 @@ static ssize_t send_loop(struct rsock *rs, const struct iovec *iov, int iovcnt, 
 		if (why == EAGAIN) {
 			if (!block)
 				return sent ? (ssize_t)sent : rs_errno(EAGAIN);
-			if (rs_wait(rs, -1) && errno == EINTR)
+			if (rs_wait(rs, -1))
 				return sent ? (ssize_t)sent : -1;
 			rs_progress(rs);
 			continue;
@@ -657,7 +657,7 @@ static int announce(struct rsock *rs, const struct rs_iomap *m)
 		rs_cq_progress(rs);
 		if (send_block(rs, true) != EAGAIN)
 			continue;
-		if (rs_wait(rs, -1) && errno == EINTR)
+		if (rs_wait(rs, -1))
 			return -1;
 		rs_progress(rs);
 	}

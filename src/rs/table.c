@@ -157,7 +157,8 @@ void rs_wake(struct rsock *rs)
 {
 	uint64_t one = 1;
 
-	if (rs->sleepers && write(rs->evfd, &one, sizeof(one)) < 0) {
+	/* rpoll's sleepers are not counted: a close must reach them too */
+	if ((rs->sleepers || rs->closed) && write(rs->evfd, &one, sizeof(one)) < 0) {
 		/* the counter is saturated: sleepers wake anyway */
 	}
 }
@@ -234,6 +235,7 @@ RS_EXPORT int rclose(int s)
 		return -1;
 	rs->closed = true;
 	rs_unregister(rs);
+	rs_wake(rs);
 	if (rs->type == SOCK_STREAM)
 		rs_conn_close(rs);
 	rs_leave(rs);
