@@ -105,6 +105,8 @@ void sv_engine_polling(struct sv_cq *cq, uint32_t work);
 
 /* A poll found the CQ empty / returned completions or armed it. */
 void sv_engine_spin_start(struct sv_node *node, struct sv_cq *cq);
+/* A QP's outbound link enters (true) or leaves (false) its handshake. */
+void sv_engine_link_setup(bool on);
 void sv_engine_spin_end(struct sv_node *node, struct sv_cq *cq);
 /* A poll found completions: the spin goes on while its channels are taken,
  * and the next empty poll only ends the draining loop (held ACKs stay). */

@@ -43,6 +43,7 @@ static struct {
 	int spinning;                /* CQs a poller spins on */
 	uint64_t last_spin_ns;       /* when a spin last began */
 	bool acks_held;              /* some channel may hold an ACK (xmit.c) */
+	int links_in_setup;          /* QPs whose outbound channel is being set up */
 } drv = { .lock = PTHREAD_MUTEX_INITIALIZER, .cqs = SV_LIST_INIT(drv.cqs) };
 
 /* What wakes a thread asleep for the CQ (sv_chan_arm). */
@@ -245,8 +246,36 @@ static bool cq_spin(struct sv_node *node, struct sv_cq *cq, bool on)
 	return on;
 }
 
+/* Channel handshakes are the progress threads' work (ours and the
+ * peers'); a poller that spins through them on a busy machine takes the
+ * core they need: while any link of ours is being set up, an empty poll
+ * yields, at most every SV_SETUP_YIELD_NS (a link that keeps failing to
+ * connect costs other QPs' pollers little; docs/measurements.md, 'Empty
+ * polls yield during handshakes'). */
+#define SV_SETUP_YIELD_NS (20 * 1000)
+
+void sv_engine_link_setup(bool on)
+{
+	__atomic_add_fetch(&drv.links_in_setup, on ? 1 : -1, __ATOMIC_RELAXED);
+}
+
+static void setup_yield(void)
+{
+	static __thread uint64_t last;
+	uint64_t now;
+
+	if (!__atomic_load_n(&drv.links_in_setup, __ATOMIC_RELAXED))
+		return;
+	now = sv_now_ns();
+	if (now - last < SV_SETUP_YIELD_NS)
+		return;
+	last = now;
+	sched_yield();
+}
+
 void sv_engine_spin_start(struct sv_node *node, struct sv_cq *cq)
 {
+	setup_yield();
 	/* (sv_engine_polling stamps last_poll_ns, which ends stale spins) */
 	if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED) ||
 	    !__atomic_load_n(&cq->nsocks, __ATOMIC_ACQUIRE))

@@ -521,11 +521,18 @@ SV_NAME_TABLE(sv_link_state_name, enum sv_link_state, SV_LINK_NSTATES,
 	      [SV_LINK_IDLE] = "IDLE", [SV_LINK_CONNECTING] = "CONNECTING",
 	      [SV_LINK_HELLO] = "HELLO", [SV_LINK_UP] = "UP", [SV_LINK_BACKOFF] = "BACKOFF")
 
+static bool link_in_setup(enum sv_link_state s)
+{
+	return s == SV_LINK_CONNECTING || s == SV_LINK_HELLO;
+}
+
 void sv_link_set(struct sv_qp *qp, enum sv_link_state s)
 {
 	if (qp->link != s)
 		sv_info("qp %u: link %s -> %s", qp->ibqp.qp_base.qp_num,
 			sv_link_state_name(qp->link), sv_link_state_name(s));
+	if (link_in_setup(qp->link) != link_in_setup(s))
+		sv_engine_link_setup(link_in_setup(s));
 	qp->link = s;
 	sv_engine_status_qp(qp);
 }
