@@ -9,12 +9,9 @@
  * usage: rs_close PORT [ROUNDS]; PORT, PORT+1 and PORT+2 are used
  * (tests/cm/CMakeLists.txt takes them from sv_test_port).
  */
-#include "cmtest.h"
+#include "rstest.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
-#include <sys/socket.h>
-#include <rdma/rsocket.h>
 
 #define JOIN_MS 10000	/* a sleeper not back by then was never woken */
 
@@ -102,46 +99,6 @@ static void check_closed(const struct sleeper *z)
 		    z->err, strerror(z->err));
 }
 
-static int listener(uint16_t port)
-{
-	struct sockaddr_in a = loop_addr(port);
-	int l = rsocket(AF_INET, SOCK_STREAM, 0), one = 1;
-
-	CHECK(l >= 0);
-	CHECK_OK(rsetsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
-	CHECK_OK(rbind(l, (struct sockaddr *)&a, sizeof(a)));
-	CHECK_OK(rlisten(l, 8));
-	return l;
-}
-
-/* A connected pair through the nonblocking listener l: nothing runs in the
- * background, so rpoll drives both ends until the client is connected. */
-static void connect_pair(int l, uint16_t port, int *cp, int *sp)
-{
-	struct sockaddr_in a = loop_addr(port);
-	int c = rsocket(AF_INET, SOCK_STREAM, 0), s = -1, err = 0;
-	socklen_t el = sizeof(err);
-	short cev = 0;
-
-	CHECK(c >= 0);
-	CHECK_OK(rfcntl(c, F_SETFL, O_NONBLOCK));
-	CHECK_ERR(rconnect(c, (struct sockaddr *)&a, sizeof(a)), EINPROGRESS);
-	for (long long end = now_ms() + 5000; (s < 0 || !(cev & POLLOUT)) && now_ms() < end;) {
-		struct pollfd p[2] = { { .fd = l, .events = POLLIN }, { .fd = c, .events = POLLOUT } };
-
-		CHECK(rpoll(p, 2, 10) >= 0);
-		if (s < 0 && (p[0].revents & POLLIN))
-			s = raccept(l, NULL, NULL);
-		cev = p[1].revents;
-	}
-	CHECK(s >= 0 && (cev & POLLOUT));
-	CHECK_OK(rgetsockopt(c, SOL_SOCKET, SO_ERROR, &err, &el));
-	CHECK_EQ(err, 0);
-	CHECK_OK(rfcntl(c, F_SETFL, 0));
-	*cp = c;
-	*sp = s;
-}
-
 /* The peer of the closed rsocket reads until its end of stream, then
  * closes too, answering a lingering rclose's FIN. */
 static void *peer_drain(void *arg)
@@ -174,7 +131,7 @@ static void close_connected(int l, uint16_t port, int round)
 	pthread_t peer;
 	int c, s;
 
-	connect_pair(l, port, &c, &s);
+	rst_connect_pair(l, port, &c, &s);
 	if (!linger)
 		CHECK_OK(rsetsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
 	CHECK_EQ(pthread_create(&peer, NULL, peer_drain, &c), 0);
@@ -196,7 +153,7 @@ static void close_connected(int l, uint16_t port, int round)
  * listener never accepts, so the connect cannot end by itself). */
 static void close_unconnected(uint16_t port, int round)
 {
-	int l = listener(port), c = rsocket(AF_INET, SOCK_STREAM, 0);
+	int l = rst_listener(port), c = rsocket(AF_INET, SOCK_STREAM, 0);
 	struct sleeper az, cz;
 
 	CHECK(c >= 0);
@@ -207,7 +164,7 @@ static void close_unconnected(uint16_t port, int round)
 	join(&az);
 	check_closed(&az);
 
-	l = listener((uint16_t)(port + 1));
+	l = rst_listener((uint16_t)(port + 1));
 	cz.to = loop_addr((uint16_t)(port + 1));
 	start(&cz, OP_CONNECT, c);
 	usleep(close_delay_us(round) + 1000);
@@ -223,7 +180,7 @@ int main(int argc, char **argv)
 	int rounds = argc > 2 ? atoi(argv[2]) : 48, l;
 
 	cmt_init("rs_close", 170);
-	l = listener(port);
+	l = rst_listener(port);
 	CHECK_OK(rfcntl(l, F_SETFL, O_NONBLOCK));
 	for (int i = 0; i < rounds; i++)
 		close_connected(l, port, i);
