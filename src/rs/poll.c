@@ -5,6 +5,13 @@
  * descriptors.  Both spin on the completion queues for polling_time first
  * (rsocket(7)), then arm the queues, look once more (a completion that
  * came between the last look and the arming raises no event), and sleep.
+ *
+ * Several threads may sleep on one rsocket, and the first one woken takes
+ * the completion events and the completions others may be waiting for; so
+ * every change anyone may wait for calls rs_wake, which writes the eventfd
+ * when someone sleeps, and the eventfd is reset only by the last of the
+ * threads that were asleep at that write (`behind`), so each of them sees
+ * it; a thread that goes to sleep in between may wake once for nothing.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -53,17 +60,44 @@ short rs_revents(struct rsock *rs)
 	}
 }
 
-/* Takes what woke the epoll fd: completion events and wake-ups. */
-static void drain(struct rsock *rs)
+void rs_wake(struct rsock *rs)
 {
-	struct ibv_cq *cq;
-	uint64_t v;
-	void *ctx;
+	uint64_t one = 1;
 
+	rs->gen++;
+	if (!rs->sleepers && !rs->closed)
+		return;
+	rs->behind = rs->sleepers;
+	if (write(rs->evfd, &one, sizeof(one)) < 0) {
+		/* the counter is saturated: it is readable anyway */
+	}
+}
+
+unsigned int rs_sleep_enter(struct rsock *rs)
+{
+	rs->sleepers++;
+	return rs->gen;
+}
+
+void rs_sleep_leave(struct rsock *rs, unsigned int gen)
+{
+	uint64_t v;
+
+	rs->sleepers--;
+	if (gen == rs->gen || --rs->behind)
+		return;
 	/* a closed rsocket's stays readable: each sleeper it woke must see it */
 	if (!rs->closed && read(rs->evfd, &v, sizeof(v)) < 0) {
 		/* nothing was written: EAGAIN */
 	}
+}
+
+/* Takes the completion events that woke the epoll fd. */
+static void drain(struct rsock *rs)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
 	while (rs->cc && !ibv_get_cq_event(rs->cc, &cq, &ctx)) {
 		rs->cq_armed = false;
 		if (++rs->cq_events >= 64) {
@@ -104,6 +138,7 @@ int rs_sleep(struct rsock *rs, int timeout_ms)
 	struct pollfd p[2];
 	nfds_t np;
 	uint64_t spin_end = sv_now_ns() + (uint64_t)rs_polling_us() * 1000;
+	unsigned int gen;
 	int n, err;
 
 	do {
@@ -114,12 +149,12 @@ int rs_sleep(struct rsock *rs, int timeout_ms)
 	if (rs_progress(rs))
 		return 0;
 	np = sleep_fds(rs, p);
-	rs->sleepers++;
+	gen = rs_sleep_enter(rs);
 	pthread_mutex_unlock(&rs->lock);
 	n = poll(p, np, timeout_ms);
 	err = errno;		/* drain's reads must not hide an EINTR */
 	pthread_mutex_lock(&rs->lock);
-	rs->sleepers--;
+	rs_sleep_leave(rs, gen);
 	drain(rs);
 	if (n == 0)
 		return rs_errno(ETIMEDOUT);
@@ -154,8 +189,9 @@ static short look(struct rsock *rs, short events, bool do_arm)
 	return rs_revents(rs) & (events | POLLERR | POLLHUP | POLLNVAL);
 }
 
-/* Fills the rsockets' revents; returns how many are ready. */
-static int scan(struct pollfd *fds, nfds_t nfds, struct rsock **rss, bool do_arm)
+/* Fills the rsockets' revents; returns how many are ready.  With gens,
+ * arms each and counts the caller asleep on it from that look on. */
+static int scan(struct pollfd *fds, nfds_t nfds, struct rsock **rss, unsigned int *gens)
 {
 	int ready = 0;
 
@@ -165,7 +201,9 @@ static int scan(struct pollfd *fds, nfds_t nfds, struct rsock **rss, bool do_arm
 		if (!rs)
 			continue;
 		pthread_mutex_lock(&rs->lock);
-		fds[i].revents = look(rs, fds[i].events, do_arm);
+		fds[i].revents = look(rs, fds[i].events, gens != NULL);
+		if (gens)
+			gens[i] = rs_sleep_enter(rs);
 		pthread_mutex_unlock(&rs->lock);
 		if (fds[i].revents)
 			ready++;
@@ -200,59 +238,72 @@ static int poll_all(struct pollfd *fds, nfds_t nfds, struct rsock **rss, int tim
 	return n < 0 ? -1 : ready;
 }
 
+/* The caller no longer sleeps on the rsockets scan counted it on. */
+static void leave_all(struct rsock **rss, nfds_t nfds, const unsigned int *gens)
+{
+	for (nfds_t i = 0; i < nfds; i++) {
+		if (!rss[i])
+			continue;
+		pthread_mutex_lock(&rss[i]->lock);
+		rs_sleep_leave(rss[i], gens[i]);
+		pthread_mutex_unlock(&rss[i]->lock);
+	}
+}
+
+/* Milliseconds of rpoll's timeout left: -1 forever, 0 spent. */
+static int time_left(uint64_t start, int timeout)
+{
+	uint64_t spent = (sv_now_ns() - start) / 1000000;
+
+	if (timeout < 0)
+		return -1;
+	return spent >= (uint64_t)timeout ? 0 : timeout - (int)spent;
+}
+
 RS_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	struct rsock **rss = calloc(nfds ? nfds : 1, sizeof(*rss));
+	unsigned int *gens = calloc(nfds ? nfds : 1, sizeof(*gens));
 	uint64_t start = sv_now_ns(), spin_end = start + (uint64_t)rs_polling_us() * 1000;
 	int ret = 0, nrs = 0;
 
-	if (!rss)
+	if (!rss || !gens) {
+		free(rss);
+		free(gens);
 		return rs_errno(ENOMEM);
+	}
 	for (nfds_t i = 0; i < nfds; i++) {
 		fds[i].revents = 0;
 		rss[i] = fds[i].fd >= 0 ? rs_get(fds[i].fd) : NULL;
 		nrs += !!rss[i];
 	}
-	for (bool sleep_next = false;;) {
-		int others, ready_rs, left = timeout;
+	for (bool asleep = false;; asleep = asleep || sv_now_ns() >= spin_end) {
+		int others, ready_rs, left;
 
-		ret = scan(fds, nfds, rss, sleep_next);
+		ret = scan(fds, nfds, rss, asleep ? gens : NULL);
 		/* a look at the other descriptors, without waiting */
 		others = nrs < (int)nfds ? poll_all(fds, nfds, rss, 0, &ready_rs) : 0;
-		if (others < 0) {
-			ret = -1;
+		left = time_left(start, timeout);
+		if (others || ret || !left) {
+			if (asleep)
+				leave_all(rss, nfds, gens);
+			ret = others < 0 ? -1 : ret + others;
 			break;
 		}
-		ret += others;
-		if (ret || timeout == 0)
-			break;
-		if (!sleep_next) {
-			sleep_next = sv_now_ns() >= spin_end;
+		if (!asleep)
 			continue;
-		}
-		if (timeout > 0) {
-			uint64_t spent = (sv_now_ns() - start) / 1000000;
-
-			if (spent >= (uint64_t)timeout)
-				break;
-			left = timeout - (int)spent;
-		}
 		others = poll_all(fds, nfds, rss, left, &ready_rs);
-		if (others < 0) {
-			ret = -1;
-			break;
-		}
+		leave_all(rss, nfds, gens);
 		if (others) {
-			ret = others + scan(fds, nfds, rss, false);
+			ret = others < 0 ? -1 : others + scan(fds, nfds, rss, NULL);
 			break;
 		}
-		if (!ready_rs && timeout > 0 && (sv_now_ns() - start) / 1000000 >= (uint64_t)timeout)
-			break;
 	}
 	for (nfds_t i = 0; i < nfds; i++)
 		if (rss[i])
 			rs_put(rss[i]);
 	free(rss);
+	free(gens);
 	return ret;
 }
 

@@ -101,7 +101,9 @@ struct rsock {
 	pthread_mutex_t lock;
 	enum rs_state state;
 	int err;		/* SO_ERROR: pending error */
-	int sleepers;
+	int sleepers;		/* threads in poll(2) on it: rs_sleep, rpoll (rs/poll.c) */
+	int behind;		/* sleepers that went to sleep before the last rs_wake */
+	unsigned int gen;	/* rs_wakes so far */
 	int refs;		/* the number's, and one per call: under the table's lock */
 	bool closed;		/* rclosed: calls still in it return EBADF */
 	bool nonblock;
@@ -165,7 +167,6 @@ struct rsock *rs_alloc(int type, int domain);	/* registered, not locked */
 void rs_unregister(struct rsock *rs);
 int rs_epoll_add(struct rsock *rs, int fd);
 int rs_nonblock(int fd);
-void rs_wake(struct rsock *rs);			/* wake threads in rs_wait, rpoll */
 bool rs_is_rsocket(int fd);
 
 /* ---- rs/opt.c: defaults from /etc/rdma/rsocket ------------------------ */
@@ -200,6 +201,10 @@ short rs_revents(struct rsock *rs);		/* POLLIN/OUT/HUP/ERR now */
 int rs_wait(struct rsock *rs, int timeout_ms);
 /* rs_wait for the lingering of a connection's close: not cut short by it. */
 int rs_sleep(struct rsock *rs, int timeout_ms);
+void rs_wake(struct rsock *rs);			/* something changed: every sleeper looks */
+/* Counts the caller asleep (lock held): the gen to hand rs_sleep_leave. */
+unsigned int rs_sleep_enter(struct rsock *rs);
+void rs_sleep_leave(struct rsock *rs, unsigned int gen);
 
 /* ---- rs/dgram.c -------------------------------------------------------- */
 int rs_dgram_init(struct rsock *rs);

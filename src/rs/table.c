@@ -153,16 +153,6 @@ int rs_nonblock(int fd)
 	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-void rs_wake(struct rsock *rs)
-{
-	uint64_t one = 1;
-
-	/* rpoll's sleepers are not counted: a close must reach them too */
-	if ((rs->sleepers || rs->closed) && write(rs->evfd, &one, sizeof(one)) < 0) {
-		/* the counter is saturated: sleepers wake anyway */
-	}
-}
-
 struct rsock *rs_alloc(int type, int domain)
 {
 	struct rsock *rs = calloc(1, sizeof(*rs));
