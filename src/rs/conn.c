@@ -7,7 +7,8 @@
  * LISTENING; raccept makes CONNECTED sockets from the listener's requests.
  * CONNECTED ends in DISCONNECTED (peer or local close) or ERROR.  Every
  * transition happens in rs_cm_progress, which the blocking calls, rpoll
- * and the data path call; nothing runs in the background.
+ * and the data path call; only a nonblocking rclose's lingering runs in the
+ * background (rs/linger.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,7 +23,6 @@
 #include "util/time.h"
 
 #define RS_RESOLVE_MS 2000
-#define RS_CLOSE_MS 2000	/* how long rclose waits for unsent data */
 
 static void fail(struct rsock *rs, int err)
 {

@@ -159,6 +159,7 @@ struct rsock {
 /* ---- rs/table.c: numbers, creation, destruction ---------------------- */
 struct rsock *rs_get(int s);			/* a reference; NULL: errno EBADF */
 void rs_put(struct rsock *rs);			/* the last one frees; errno kept */
+void rs_hold(struct rsock *rs);			/* one more reference, for a thread */
 /* rs_get and the lock, for a call; NULL (EBADF) if rclosed meanwhile. */
 struct rsock *rs_enter(int s);
 void rs_leave(struct rsock *rs);		/* unlock and rs_put */
@@ -168,6 +169,10 @@ void rs_unregister(struct rsock *rs);
 int rs_epoll_add(struct rsock *rs, int fd);
 int rs_nonblock(int fd);
 bool rs_is_rsocket(int fd);
+
+/* ---- rs/linger.c: closes that finish in the background --------------- */
+/* rs_conn_close on a thread of its own; false if none could be started. */
+bool rs_close_later(struct rsock *rs);
 
 /* ---- rs/opt.c: defaults from /etc/rdma/rsocket ------------------------ */
 void rs_defaults(struct rsock *rs);
@@ -180,6 +185,7 @@ int rs_copy_addr(const struct sockaddr *sa, struct sockaddr *addr, socklen_t *le
 int rs_cm_progress(struct rsock *rs);
 /* Tears the connection down: FIN, bounded wait for sends, disconnect. */
 void rs_conn_close(struct rsock *rs);
+#define RS_CLOSE_MS 2000	/* how long rs_conn_close waits for each of those */
 void rs_conn_free(struct rsock *rs);
 
 /* ---- rs/stream.c: the data path ---------------------------------------- */

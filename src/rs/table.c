@@ -69,6 +69,13 @@ struct rsock *rs_get(int s)
 	return rs;
 }
 
+void rs_hold(struct rsock *rs)
+{
+	pthread_mutex_lock(&table_lock);
+	rs->refs++;
+	pthread_mutex_unlock(&table_lock);
+}
+
 /* The last reference: nobody else can reach the rsocket any more. */
 static void destroy(struct rsock *rs)
 {
@@ -226,6 +233,12 @@ RS_EXPORT int rclose(int s)
 	rs->closed = true;
 	rs_unregister(rs);
 	rs_wake(rs);
+	/* as close(2): a nonblocking socket without SO_LINGER lingers behind us */
+	if (rs->type == SOCK_STREAM && rs->state == RS_CONNECTED && rs->nonblock &&
+	    !rs->linger.l_onoff && rs_close_later(rs)) {
+		rs_leave(rs);
+		return 0;
+	}
 	if (rs->type == SOCK_STREAM)
 		rs_conn_close(rs);
 	rs_leave(rs);
