@@ -45,7 +45,8 @@ short rs_revents(struct rsock *rs)
 	case RS_CONNECTED:
 		if (rs->rx_count || rs->peer_fin || rs->shut_rd)
 			ev |= POLLIN;
-		if (rs_can_send(rs))
+		/* writable when rsend would not block: shut for writing, it fails at once */
+		if (rs_can_send(rs) || rs->shut_wr)
 			ev |= POLLOUT;
 		if (rs->peer_fin)
 			ev |= POLLRDHUP;
