@@ -18,6 +18,10 @@
 /* rs_conn_close lingers twice at most: for our sends, then the peer's FIN */
 #define RS_EXIT_WAIT_MS (2 * RS_CLOSE_MS + 500)
 
+/* More closes at once linger in rclose itself: a thread each would let a
+ * server that drops many connections make as many threads. */
+#define RS_CLOSERS_MAX 16
+
 static pthread_mutex_t closing_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t closing_done = PTHREAD_COND_INITIALIZER;
 static int closing;	/* background closes under way */
@@ -43,10 +47,14 @@ bool rs_close_later(struct rsock *rs)
 	sigset_t all, old;
 	int rc;
 
-	rs_hold(rs);
 	pthread_mutex_lock(&closing_lock);
+	if (closing >= RS_CLOSERS_MAX) {
+		pthread_mutex_unlock(&closing_lock);
+		return false;
+	}
 	closing++;
 	pthread_mutex_unlock(&closing_lock);
+	rs_hold(rs);
 	/* the thread takes no signal meant for the application */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -171,7 +171,8 @@ int rs_nonblock(int fd);
 bool rs_is_rsocket(int fd);
 
 /* ---- rs/linger.c: closes that finish in the background --------------- */
-/* rs_conn_close on a thread of its own; false if none could be started. */
+/* rs_conn_close on a thread of its own; false if none could be started
+ * or RS_CLOSERS_MAX are under way (the caller lingers itself). */
 bool rs_close_later(struct rsock *rs);
 
 /* ---- rs/opt.c: defaults from /etc/rdma/rsocket ------------------------ */
