@@ -21,6 +21,9 @@
  *   - ACKs held for a request to carry (xmit.c) go on an empty poll (but
  *     not the first after a poll that found completions: a draining
  *     loop's), an armed CQ, or any slower verb (sv_engine_release_all_acks).
+ *   - A poll looks at the CQ's first ring channels and reads the board
+ *     for the others (transport/shm/board.h); an empty poll yields now
+ *     and then while a link of ours is in its handshake (setup_yield).
  */
 #include <sched.h>
 #include <stdlib.h>
