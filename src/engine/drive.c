@@ -257,8 +257,23 @@ static bool cq_spin(struct sv_node *node, struct sv_cq *cq, bool on)
  * polls yield during handshakes'). */
 #define SV_SETUP_YIELD_NS (20 * 1000)
 
+/* A forked child's QPs are its parent's: none of their links will end a
+ * handshake in the child. */
+static void links_forget(void)
+{
+	drv.links_in_setup = 0;
+}
+
+static void links_atfork(void)
+{
+	pthread_atfork(NULL, NULL, links_forget);
+}
+
 void sv_engine_link_setup(bool on)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, links_atfork);
 	__atomic_add_fetch(&drv.links_in_setup, on ? 1 : -1, __ATOMIC_RELAXED);
 }
 
@@ -267,8 +282,8 @@ static void setup_yield(void)
 	static __thread uint64_t last;
 	uint64_t now;
 
-	if (!__atomic_load_n(&drv.links_in_setup, __ATOMIC_RELAXED))
-		return;
+	if (__atomic_load_n(&drv.links_in_setup, __ATOMIC_RELAXED) <= 0)
+		return;          /* (below 0: a forked child ended its parent's) */
 	now = sv_now_ns();
 	if (now - last < SV_SETUP_YIELD_NS)
 		return;
