@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -25,10 +26,12 @@ static struct {
 
 static void board_create(void)
 {
-	int fd = memfd_create("softverbs-board", MFD_CLOEXEC);
+	int fd = memfd_create("softverbs-board", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	struct sv_board *b;
 
-	if (fd < 0 || ftruncate(fd, sizeof(*b))) {
+	/* peers write bits, but none may shrink it under our mapping */
+	if (fd < 0 || ftruncate(fd, sizeof(*b)) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
 		if (fd >= 0)
 			close(fd);
 		return;
