@@ -80,6 +80,7 @@ struct rs_iomap {
 	uint32_t rkey;
 	void *buf;		/* local maps: the application's buffer */
 	struct ibv_mr *mr;
+	uint64_t unsent;	/* local maps not announced yet: riomap's order, 0 once sent */
 };
 
 /* A received message not yet read by the application. */
@@ -151,6 +152,8 @@ struct rsock {
 	/* riomap: ours (what the peer may write) and the peer's */
 	struct rs_iomap *lmap, *rmap;
 	int lmap_count, rmap_count;
+	uint64_t iomap_seq;	/* riomap calls so far: orders the unsent maps */
+	int iomap_unsent;	/* local maps waiting for a credit to be announced */
 
 	/* datagram sockets (rs/dgram.c) */
 	struct rs_dgram *dg;
@@ -198,6 +201,13 @@ void rs_send_control(struct rsock *rs);	/* credits and FIN when due */
 void rs_stream_free(struct rsock *rs);
 ssize_t rs_stream_recv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags);
 ssize_t rs_stream_send(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags);
+/* One SEND_WITH_IMM of op, from send slot `slot` (>= 0) or inline data. */
+int rs_post_msg(struct rsock *rs, enum rs_op op, int slot, const void *data, uint32_t len);
+
+/* ---- rs/iomap.c: riomap's buffers and their announcements --------------- */
+/* Announces the maps riomap queued, oldest first, while credits allow. */
+void rs_iomap_flush(struct rsock *rs);
+void rs_iomap_remote(struct rsock *rs, const struct rs_iomap_wire *w);	/* the peer's map */
 
 /* ---- rs/poll.c: waiting ----------------------------------------------- */
 int rs_progress(struct rsock *rs);		/* CM events and completions taken */

@@ -11,7 +11,8 @@
  * side can always hand the other its credits back.  The receiver reposts a
  * slot when the application has read all of it, and sends a CREDIT message
  * once half of its slots wait to be reported and no data carried them.
- * riowrite is an RDMA WRITE into a buffer the peer announced with IOMAP.
+ * riowrite is an RDMA WRITE into a buffer the peer announced with IOMAP
+ * (rs/iomap.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -221,7 +222,7 @@ static uint32_t take_credits(struct rsock *rs)
 }
 
 /* One SEND_WITH_IMM of op, from a send slot (slot >= 0) or inline data. */
-static int post_msg(struct rsock *rs, enum rs_op op, int slot, const void *data, uint32_t len)
+int rs_post_msg(struct rsock *rs, enum rs_op op, int slot, const void *data, uint32_t len)
 {
 	struct ibv_sge sge = { .length = len };
 	struct ibv_send_wr wr = {
@@ -257,19 +258,20 @@ void rs_send_control(struct rsock *rs)
 {
 	if (rs->state != RS_CONNECTED || !rs->smr)
 		return;
+	rs_iomap_flush(rs);
 	if (rs->fin_pending && rs->credits >= 1 && rs->sq_avail >= 1 &&
-	    !post_msg(rs, RS_OP_FIN, -1, NULL, 0)) {
+	    !rs_post_msg(rs, RS_OP_FIN, -1, NULL, 0)) {
 		rs->fin_pending = false;
 		rs->fin_sent = true;
 	}
 	if (rs->unreported >= (rs->rslots + 1) / 2 && rs->credits >= 1 && rs->sq_avail >= 1)
-		post_msg(rs, RS_OP_CREDIT, -1, NULL, 0);
+		rs_post_msg(rs, RS_OP_CREDIT, -1, NULL, 0);
 }
 
 bool rs_can_send(struct rsock *rs)
 {
 	return rs->state == RS_CONNECTED && !rs->shut_wr && rs->smr && rs->credits >= 2 &&
-	       rs->sq_avail >= 1 && rs->sfree_count >= 1;
+	       rs->sq_avail >= 1 && rs->sfree_count >= 1 && !rs->iomap_unsent;
 }
 
 static void repost(struct rsock *rs, uint32_t slot)
@@ -280,31 +282,6 @@ static void repost(struct rsock *rs, uint32_t slot)
 		return;
 	}
 	rs->unreported++;
-}
-
-static void remote_iomap(struct rsock *rs, const struct rs_iomap_wire *w)
-{
-	struct rs_iomap m = {
-		.used = true,
-		.offset = be64toh(w->offset),
-		.addr = be64toh(w->addr),
-		.rkey = be32toh(w->rkey),
-		.len = be32toh(w->len),
-	};
-	struct rs_iomap *t;
-	int i;
-
-	for (i = 0; i < rs->rmap_count; i++)
-		if (!rs->rmap[i].used || rs->rmap[i].offset == m.offset)
-			break;
-	if (i == rs->rmap_count) {
-		t = realloc(rs->rmap, (size_t)(i + 1) * sizeof(*t));
-		if (!t)
-			return;
-		rs->rmap = t;
-		rs->rmap_count++;
-	}
-	rs->rmap[i] = m;
 }
 
 static void got_recv(struct rsock *rs, const struct ibv_wc *wc)
@@ -328,7 +305,7 @@ static void got_recv(struct rsock *rs, const struct ibv_wc *wc)
 		break;
 	case RS_OP_IOMAP:
 		if (wc->byte_len >= sizeof(struct rs_iomap_wire))
-			remote_iomap(rs, (const void *)(rs->rbuf + (size_t)slot * rs->rslot_size));
+			rs_iomap_remote(rs, (const void *)(rs->rbuf + (size_t)slot * rs->rslot_size));
 		break;
 	default:
 		break;
@@ -495,6 +472,9 @@ static int send_block(struct rsock *rs, bool need_credit)
 		return rs->state > RS_IDLE ? EAGAIN : ENOTCONN;
 	if (rs->sq_avail < 1 || rs->sfree_count < 1 || (need_credit && rs->credits < 2))
 		return EAGAIN;
+	/* data must not overtake a map riomap has returned */
+	if (need_credit && rs->iomap_unsent)
+		return EAGAIN;
 	return 0;
 }
 
@@ -514,7 +494,11 @@ static ssize_t send_loop(struct rsock *rs, const struct iovec *iov, int iovcnt, 
 		return rs_errno(why0);
 	while (sent < total) {
 		size_t len = total - sent;
-		int why = send_block(rs, need_credit);
+		int why;
+
+		if (need_credit)
+			rs_iomap_flush(rs);
+		why = send_block(rs, need_credit);
 
 		if (why == EAGAIN) {
 			rs_cq_progress(rs);
@@ -549,11 +533,11 @@ static int send_chunk(struct rsock *rs, const struct iovec *iov, int iovcnt, siz
 		char tmp[len ? len : 1];
 
 		gather(tmp, iov, iovcnt, off, len);
-		return post_msg(rs, RS_OP_DATA, -1, tmp, (uint32_t)len);
+		return rs_post_msg(rs, RS_OP_DATA, -1, tmp, (uint32_t)len);
 	}
 	slot = (int)rs->sfree[--rs->sfree_count];
 	gather(rs->sbuf + (size_t)slot * rs->sslot_size, iov, iovcnt, off, len);
-	return post_msg(rs, RS_OP_DATA, slot, NULL, (uint32_t)len);
+	return rs_post_msg(rs, RS_OP_DATA, slot, NULL, (uint32_t)len);
 }
 
 ssize_t rs_stream_send(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags)
@@ -630,114 +614,4 @@ RS_EXPORT size_t riowrite(int s, const void *buf, size_t count, off_t offset, in
 	}
 	rs_leave(rs);
 	return (size_t)ret;
-}
-
-static uint64_t next_offset(struct rsock *rs)
-{
-	uint64_t end = 0;
-
-	for (int i = 0; i < rs->iomap_size; i++)
-		if (rs->lmap[i].used && rs->lmap[i].offset + rs->lmap[i].len > end)
-			end = rs->lmap[i].offset + rs->lmap[i].len;
-	return (end + 63) & ~63ull;
-}
-
-/* Announces a map to the peer: an IOMAP message, sent as data is. */
-static int announce(struct rsock *rs, const struct rs_iomap *m)
-{
-	struct rs_iomap_wire w = {
-		.offset = htobe64(m->offset),
-		.addr = htobe64(m->addr),
-		.rkey = htobe32(m->rkey),
-		.len = htobe32((uint32_t)m->len),
-	};
-	int why;
-
-	while ((why = send_block(rs, true)) == EAGAIN) {
-		rs_cq_progress(rs);
-		if (send_block(rs, true) != EAGAIN)
-			continue;
-		if (rs_wait(rs, -1))
-			return -1;
-		rs_progress(rs);
-	}
-	if (why)
-		return rs_errno(why);
-	if (sizeof(w) <= (size_t)rs->inline_size)
-		return post_msg(rs, RS_OP_IOMAP, -1, &w, sizeof(w));
-	int slot = (int)rs->sfree[--rs->sfree_count];
-
-	memcpy(rs->sbuf + (size_t)slot * rs->sslot_size, &w, sizeof(w));
-	return post_msg(rs, RS_OP_IOMAP, slot, NULL, sizeof(w));
-}
-
-RS_EXPORT off_t riomap(int s, void *buf, size_t len, int prot, int flags, off_t offset)
-{
-	struct rsock *rs = rs_enter(s);
-	struct rs_iomap *m = NULL;
-	off_t ret = -1;
-
-	(void)flags;
-	if (!rs)
-		return -1;
-	if (!buf || !len || len > UINT32_MAX || (prot & ~(PROT_READ | PROT_WRITE))) {
-		errno = EINVAL;
-		goto out;
-	}
-	if (rs->type != SOCK_STREAM || rs->state != RS_CONNECTED) {
-		errno = rs->type != SOCK_STREAM ? EOPNOTSUPP : ENOTCONN;
-		goto out;
-	}
-	if (!(prot & PROT_WRITE)) {
-		ret = 0;	/* local use only: our sends copy, nothing to keep */
-		goto out;
-	}
-	for (int i = 0; i < rs->iomap_size; i++)
-		if (!rs->lmap[i].used) {
-			m = &rs->lmap[i];
-			break;
-		}
-	if (!m) {
-		errno = ENOMEM;
-		goto out;
-	}
-	m->mr = ibv_reg_mr(rs->pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!m->mr)
-		goto out;
-	m->offset = offset == -1 ? next_offset(rs) : (uint64_t)offset;
-	m->addr = (uintptr_t)buf;
-	m->len = len;
-	m->rkey = m->mr->rkey;
-	m->buf = buf;
-	m->used = true;
-	if (announce(rs, m)) {
-		ibv_dereg_mr(m->mr);
-		memset(m, 0, sizeof(*m));
-		goto out;
-	}
-	ret = (off_t)m->offset;
-out:
-	rs_leave(rs);
-	return ret;
-}
-
-RS_EXPORT int riounmap(int s, void *buf, size_t len)
-{
-	struct rsock *rs = rs_enter(s);
-	int ret = rs_errno(EINVAL);
-
-	if (!rs)
-		return -1;
-	for (int i = 0; rs->lmap && i < rs->iomap_size; i++) {
-		struct rs_iomap *m = &rs->lmap[i];
-
-		if (m->used && m->buf == buf && m->len == len) {
-			ibv_dereg_mr(m->mr);
-			memset(m, 0, sizeof(*m));
-			ret = 0;
-			break;
-		}
-	}
-	rs_leave(rs);
-	return ret;
 }
