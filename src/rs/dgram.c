@@ -6,7 +6,8 @@
  * first send, with an ephemeral port) binds an RDMA_PS_UDP id there and
  * listens, so peers can resolve it.  A destination is resolved once by
  * SIDR (rdma_connect on a PS_UDP id: its answer is the peer's QP number and
- * an address handle) and kept in a table of destinations.  Every datagram
+ * an address handle) and kept in a table of destinations; only a blocking
+ * call waits for that lookup.  Every datagram
  * starts with a header naming the sender's address, which is what
  * rrecvfrom reports; a received datagram also enters its sender in the
  * table (address handle from the work completion), so a reply needs no
@@ -50,6 +51,7 @@ struct dg_dest {
 	struct dg_key key;
 	enum dg_dest_state state;
 	int err;
+	bool reported;		/* the failure was told to a caller: the next one starts over */
 	struct rdma_cm_id *id;	/* while resolving */
 	struct ibv_ah *ah;
 	uint32_t qpn, qkey;
@@ -445,27 +447,14 @@ static void cm_events(struct rsock *rs, int *n)
 	}
 }
 
-/* Finds or resolves the destination; waits for resolution (lock held). */
-static struct dg_dest *dest_for(struct rsock *rs, const struct dg_key *k)
+/* Starts looking t up (lock held); a lookup that cannot start has failed. */
+static void start_lookup(struct rsock *rs, struct dg_dest *t)
 {
-	struct rs_dgram *d = rs->dg;
-	struct dg_dest *t = find_dest(d, k);
-	uint64_t end = sv_now_ns() + (uint64_t)DG_RESOLVE_MS * 1000000;
 	struct sockaddr_storage ss;
-	socklen_t n = addr_of(k, &ss);
-	ptrdiff_t idx;
 
-	(void)n;
-	if (t && t->state == DG_FAILED) {
-		/* try again, as a new ARP would */
-		t->state = DG_RESOLVING;
-	} else if (t) {
-		goto wait;
-	} else if (!(t = new_dest(d, k))) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	addr_of(&t->key, &ss);
 	t->state = DG_RESOLVING;
+	t->reported = false;
 	if (rdma_create_id(rs->cm_ch, &t->id, rs, RDMA_PS_UDP) ||
 	    rdma_resolve_addr(t->id, NULL, (struct sockaddr *)&ss, DG_RESOLVE_MS)) {
 		dest_failed(t, errno);
@@ -473,35 +462,79 @@ static struct dg_dest *dest_for(struct rsock *rs, const struct dg_key *k)
 			rdma_destroy_id(t->id);
 		t->id = NULL;
 	}
-wait:
-	idx = t - d->dests;	/* the table may move while we wait */
+}
+
+/* What the lookup gives the caller now: t, or NULL with errno (EAGAIN while
+ * it runs); a failure is told once, and the next call starts over. */
+static struct dg_dest *lookup_result(struct dg_dest *t)
+{
+	if (t->state == DG_READY)
+		return t;
+	if (t->state == DG_RESOLVING)
+		return errno = EAGAIN, NULL;
+	t->reported = true;
+	errno = t->err ? t->err : EHOSTUNREACH;
+	return NULL;
+}
+
+/* Waits up to DG_RESOLVE_MS for the lookup of dests[idx], which may move. */
+static struct dg_dest *wait_lookup(struct rsock *rs, ptrdiff_t idx)
+{
+	struct rs_dgram *d = rs->dg;
+	uint64_t end = sv_now_ns() + (uint64_t)DG_RESOLVE_MS * 1000000;
+
 	while (d->dests[idx].state == DG_RESOLVING) {
 		uint64_t now = sv_now_ns();
 
-		if (now >= end) {
-			errno = ETIMEDOUT;
-			return NULL;
-		}
+		if (now >= end)
+			return errno = ETIMEDOUT, NULL;
 		if (rs_wait(rs, (int)((end - now) / 1000000) + 1) && errno == EBADF)
 			return NULL;
 	}
-	t = &d->dests[idx];
-	if (t->state == DG_FAILED) {
-		errno = t->err ? t->err : EHOSTUNREACH;
-		return NULL;
-	}
-	return t;
+	return lookup_result(&d->dests[idx]);
 }
 
+/* Finds or looks up the destination (lock held); only a blocking caller
+ * waits for the lookup, a nonblocking one gets EAGAIN until it is done. */
+static struct dg_dest *dest_for(struct rsock *rs, const struct dg_key *k, bool block)
+{
+	struct rs_dgram *d = rs->dg;
+	struct dg_dest *t = find_dest(d, k);
+	int n = 0;
+
+	if (!t && !(t = new_dest(d, k)))
+		return errno = ENOMEM, NULL;
+	if ((t->state == DG_RESOLVING && !t->id) || (t->state == DG_FAILED && t->reported))
+		start_lookup(rs, t);
+	if (block)
+		return wait_lookup(rs, t - d->dests);
+	if (t->state == DG_RESOLVING)
+		cm_events(rs, &n);	/* creates no destination: t stays put */
+	return lookup_result(t);
+}
+
+/* A nonblocking rconnect returns before the lookup is done, as UDP
+ * programs expect of connect(2): sends say EAGAIN until it is. */
 int rs_dgram_connect(struct rsock *rs, const struct sockaddr *addr, socklen_t len)
 {
 	struct dg_key k;
 
-	if (key_of(addr, len, &k) || implicit_bind(rs, addr->sa_family) || !dest_for(rs, &k))
+	if (key_of(addr, len, &k) || implicit_bind(rs, addr->sa_family))
+		return -1;
+	if (!dest_for(rs, &k, !rs->nonblock) && (!rs->nonblock || errno != EAGAIN))
 		return -1;
 	rs->dg->peer = k;
 	rs->dg->connected = true;
 	return 0;
+}
+
+/* Whether a lookup is under way: sends to its destination would say EAGAIN. */
+static bool looking_up(const struct rs_dgram *d)
+{
+	for (int i = 0; i < d->ndests; i++)
+		if (d->dests[i].state == DG_RESOLVING)
+			return true;
+	return false;
 }
 
 /* ---- the data path ----------------------------------------------------- */
@@ -576,7 +609,10 @@ int rs_dgram_progress(struct rsock *rs)
 
 short rs_dgram_revents(struct rsock *rs)
 {
-	return (short)((rs->dg->rx_count ? POLLIN : 0) | (rs->dg->sfree_count ? POLLOUT : 0));
+	/* no POLLOUT while a lookup runs, so an event loop sleeps until it ends */
+	bool out = rs->dg->sfree_count && !looking_up(rs->dg);
+
+	return (short)((rs->dg->rx_count ? POLLIN : 0) | (out ? POLLOUT : 0));
 }
 
 /* Waits until *count is not zero: 0, or -1 (EAGAIN when not blocking). */
@@ -656,7 +692,7 @@ ssize_t rs_dgram_send(struct rsock *rs, const struct iovec *iov, int iovcnt, int
 	}
 	if (len + sizeof(struct dg_hdr) > d->mtu)
 		return rs_errno(EMSGSIZE);
-	if (implicit_bind(rs, k.family) || !(t = dest_for(rs, &k)))
+	if (implicit_bind(rs, k.family) || !(t = dest_for(rs, &k, block)))
 		return -1;
 	if (!t->src.family) {
 		/* learned from a datagram: we answer from the address it reached */
