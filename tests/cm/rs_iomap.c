@@ -88,6 +88,7 @@ static off_t map_at_once(int s, void *buf)
 int main(int argc, char **argv)
 {
 	uint16_t port = argc > 1 ? (uint16_t)atoi(argv[1]) : 27700;
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };	/* s is not driven meanwhile */
 	static char map[MAP_LEN];
 	const char msg[] = "landed";
 	int l, c, s, iomaps = 1;
@@ -122,6 +123,7 @@ int main(int argc, char **argv)
 		FAIL("riowrite did not land in the mapped buffer");
 
 	CHECK_OK(riounmap(s, map, MAP_LEN));
+	CHECK_OK(rsetsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
 	CHECK_OK(rclose(c));
 	CHECK_OK(rclose(s));
 	CHECK_OK(rclose(l));
