@@ -470,8 +470,10 @@ static struct dg_dest *lookup_result(struct dg_dest *t)
 {
 	if (t->state == DG_READY)
 		return t;
-	if (t->state == DG_RESOLVING)
-		return errno = EAGAIN, NULL;
+	if (t->state == DG_RESOLVING) {
+		errno = EAGAIN;
+		return NULL;
+	}
 	t->reported = true;
 	errno = t->err ? t->err : EHOSTUNREACH;
 	return NULL;
@@ -486,8 +488,10 @@ static struct dg_dest *wait_lookup(struct rsock *rs, ptrdiff_t idx)
 	while (d->dests[idx].state == DG_RESOLVING) {
 		uint64_t now = sv_now_ns();
 
-		if (now >= end)
-			return errno = ETIMEDOUT, NULL;
+		if (now >= end) {
+			errno = ETIMEDOUT;
+			return NULL;
+		}
 		if (rs_wait(rs, (int)((end - now) / 1000000) + 1) && errno == EBADF)
 			return NULL;
 	}
@@ -502,8 +506,10 @@ static struct dg_dest *dest_for(struct rsock *rs, const struct dg_key *k, bool b
 	struct dg_dest *t = find_dest(d, k);
 	int n = 0;
 
-	if (!t && !(t = new_dest(d, k)))
-		return errno = ENOMEM, NULL;
+	if (!t && !(t = new_dest(d, k))) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	if ((t->state == DG_RESOLVING && !t->id) || (t->state == DG_FAILED && t->reported))
 		start_lookup(rs, t);
 	if (block)
