@@ -552,7 +552,8 @@ static void learn_sender(struct rsock *rs, struct ibv_wc *wc, const struct dg_hd
 	struct dg_dest *t = find_dest(rs->dg, &k);
 	struct ibv_ah *ah;
 
-	if (t && t->state == DG_READY)
+	/* known, or a resolution is under way: let it finish */
+	if (t && (t->state == DG_READY || t->id))
 		return;
 	ah = ibv_create_ah_from_wc(rs->dg->pd, wc, (void *)slot_addr(rs->dg, (uint32_t)wc->wr_id),
 				   1);
@@ -561,8 +562,6 @@ static void learn_sender(struct rsock *rs, struct ibv_wc *wc, const struct dg_hd
 			ibv_destroy_ah(ah);
 		return;
 	}
-	if (t->id)
-		return;		/* a resolution is under way: let it finish */
 	t->ah = ah;
 	t->qpn = wc->src_qp;
 	t->qkey = RDMA_UDP_QKEY;
