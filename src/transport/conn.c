@@ -177,6 +177,13 @@ void sv_conn_drop_rx_fds(struct sv_conn *c)
 	c->n_rx_fds = 0;
 }
 
+void sv_conn_drop_tx_fds(struct sv_conn *c)
+{
+	for (int i = 0; i < c->n_tx_fds; i++)
+		close(c->tx_fds[i]);
+	c->n_tx_fds = 0;
+}
+
 void sv_conn_close(struct sv_conn *c)
 {
 	struct sv_node *node;
@@ -196,9 +203,7 @@ void sv_conn_close(struct sv_conn *c)
 	c->h.fd = -1;
 	pthread_mutex_unlock(&c->watch_lock);
 	sv_conn_drop_rx_fds(c);
-	for (int i = 0; i < c->n_tx_fds; i++)
-		close(c->tx_fds[i]);
-	c->n_tx_fds = 0;
+	sv_conn_drop_tx_fds(c);
 	if (c->peer_wake_fd >= 0)
 		close(c->peer_wake_fd);
 	c->peer_wake_fd = -1;

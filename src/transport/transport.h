@@ -185,6 +185,8 @@ void sv_conn_close(struct sv_conn *c);
 void sv_conn_close_linger(struct sv_conn *c);
 /* Close the descriptors the last read brought (handshake: once used). */
 void sv_conn_drop_rx_fds(struct sv_conn *c);
+/* ... and those to send (sent: the message holds its own; or not wanted). */
+void sv_conn_drop_tx_fds(struct sv_conn *c);
 void sv_conn_reap(struct sv_node *node);     /* progress thread: free closed conns */
 void sv_conn_want_out(struct sv_conn *c, bool on);
 void sv_conn_pause(struct sv_conn *c, bool paused);

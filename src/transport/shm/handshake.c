@@ -113,8 +113,18 @@ uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello)
 	c->cma_ok = !sv_cma_disabled() && hello->va && sv_cma_probe(c->peer_pid, hello->va);
 	c->peer_maps.pid = c->peer_pid;
 	c->n_tx_fds = 0;
-	if (offer_shared(c))
-		offer_wake(c);
+	if (!offer_shared(c)) {
+		/* (no descriptor left): the opener, without ours, keeps the
+		 * socket, so must we */
+		sv_conn_drop_tx_fds(c);
+		sv_seg_unmap(c->peer_seg);
+		sv_board_unmap(c->peer_board);
+		c->peer_seg = NULL;
+		c->peer_board = NULL;
+		sv_shm_chan_destroy(&c->shm);
+		return 0;
+	}
+	offer_wake(c);
 	return (uintptr_t)sv_seg_self();
 }
 

@@ -13,12 +13,8 @@ static ssize_t unix_writev(struct sv_conn *c, const struct iovec *iov, int n)
 {
 	ssize_t r = sv_unix_send(c->h.fd, iov, n, c->tx_fds, c->n_tx_fds);
 
-	if (r > 0) {
-		/* the message holds its own references now */
-		for (int i = 0; i < c->n_tx_fds; i++)
-			close(c->tx_fds[i]);
-		c->n_tx_fds = 0;
-	}
+	if (r > 0)
+		sv_conn_drop_tx_fds(c);      /* the message holds its own references now */
 	return sv_conn_sock_wrote(c, r);
 }
 
