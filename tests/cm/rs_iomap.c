@@ -15,14 +15,6 @@
 #define WAIT_MS 2000
 #define MAP_LEN 4096
 
-static short pollev(int fd, short events, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = events };
-
-	CHECK(rpoll(&p, 1, ms) >= 0);
-	return p.revents;
-}
-
 /* Sends on the nonblocking s until no POLLOUT comes back: what went. */
 static size_t fill(int s)
 {
@@ -39,7 +31,7 @@ static size_t fill(int s)
 			sent += (size_t)n;
 			CHECK(sent < (256u << 20));
 		}
-	} while (pollev(s, POLLOUT, 100) & POLLOUT);
+	} while (rst_revents(s, POLLOUT, 100) & POLLOUT);
 	return sent;
 }
 
@@ -109,14 +101,14 @@ int main(int argc, char **argv)
 	CHECK_ERR(rsend(s, &b, 1, 0), EAGAIN);
 
 	read_all(c, sent);
-	if (!(pollev(s, POLLOUT, WAIT_MS) & POLLOUT))
+	if (!(rst_revents(s, POLLOUT, WAIT_MS) & POLLOUT))
 		FAIL("no POLLOUT within %d ms of the peer reading everything", WAIT_MS);
 	CHECK_EQ(rsend(s, &b, 1, 0), 1);
 	read_all(c, 1);
 
 	CHECK_EQ(riowrite(c, msg, sizeof(msg), off, 0), sizeof(msg));
 	CHECK_EQ(rsend(c, &b, 1, 0), 1);	/* after the WRITE: once it is in, so is the WRITE */
-	if (!(pollev(s, POLLIN, WAIT_MS) & POLLIN))
+	if (!(rst_revents(s, POLLIN, WAIT_MS) & POLLIN))
 		FAIL("the byte after riowrite did not come within %d ms", WAIT_MS);
 	CHECK_EQ(rrecv(s, &b, 1, 0), 1);
 	if (memcmp(map, msg, sizeof(msg)))

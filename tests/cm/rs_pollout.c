@@ -12,14 +12,6 @@
 
 #define WAIT_MS 2000
 
-static short pollout(int fd, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = POLLOUT };
-
-	CHECK(rpoll(&p, 1, ms) >= 0);
-	return p.revents;
-}
-
 /* Sends on the nonblocking c until EAGAIN: what went. */
 static size_t fill(int c)
 {
@@ -63,21 +55,21 @@ int main(int argc, char **argv)
 	CHECK_OK(rfcntl(l, F_SETFL, O_NONBLOCK));
 	rst_connect_pair(l, port, &c, &s);
 	CHECK_OK(rfcntl(c, F_SETFL, O_NONBLOCK));
-	CHECK(pollout(c, 0) & POLLOUT);
+	CHECK(rst_revents(c, POLLOUT, 0) & POLLOUT);
 
 	sent = fill(c);
-	if (pollout(c, 100) & POLLOUT)
+	if (rst_revents(c, POLLOUT, 100) & POLLOUT)
 		CHECK_ERR(rsend(c, &b, 1, 0), EAGAIN);	/* reported, yet it would block */
 	CHECK_ERR(rsend(c, &b, 1, 0), EAGAIN);
 
 	read_all(s, sent);
-	if (!(pollout(c, WAIT_MS) & POLLOUT))
+	if (!(rst_revents(c, POLLOUT, WAIT_MS) & POLLOUT))
 		FAIL("no POLLOUT within %d ms of the peer reading everything", WAIT_MS);
 	CHECK_EQ(rsend(c, &b, 1, 0), 1);
 
 	sent = fill(c) + 1;
 	CHECK_OK(rshutdown(c, SHUT_WR));
-	if (!(pollout(c, 0) & POLLOUT))
+	if (!(rst_revents(c, POLLOUT, 0) & POLLOUT))
 		FAIL("no POLLOUT after rshutdown(SHUT_WR), where rsend does not block");
 	CHECK_ERR(rsend(c, &b, 1, 0), EPIPE);
 

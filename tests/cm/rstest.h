@@ -53,6 +53,15 @@ static inline void rst_connect_pair(int l, uint16_t port, int *cp, int *sp)
 	*sp = s;
 }
 
+/* rpoll of one rsocket for `events`, up to ms: its revents. */
+static inline short rst_revents(int fd, short events, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	CHECK(rpoll(&p, 1, ms) >= 0);
+	return p.revents;
+}
+
 /* Joins t within ms: false if it is still in its call by then. */
 static inline bool rst_join_within(pthread_t t, int ms)
 {
