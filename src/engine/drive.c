@@ -26,7 +26,9 @@
  *     and then while a link of ours is in its handshake (setup_yield).
  */
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 
 #include "engine/engine.h"
@@ -58,33 +60,58 @@ static enum sv_wake cq_wake(const struct sv_cq *cq)
 									  SV_WAKE_NONE;
 }
 
-/* One of a CQ's lists of channels (drive_lock held); readers without the
- * lock see the count change last.  One missing (no memory): false. */
+/* A CQ's lists of channels change under drive_lock; pollers read scan[]
+ * without it (scan_rings).  So a list grows into a new array and the old
+ * one stays, linked from its successor, until the CQ goes: a poller may
+ * still be reading it.  Readers see the count change last. */
+struct conns_block {
+	struct conns_block *old;
+	struct sv_conn *v[];
+};
+
+static struct conns_block *conns_block_of(struct sv_conn **v)
+{
+	return v ? (struct conns_block *)((char *)v - offsetof(struct conns_block, v)) : NULL;
+}
+
+/* One missing (no memory): false. */
 static bool conns_add(struct sv_conn ***v, uint32_t *n, uint32_t *cap, struct sv_conn *c)
 {
 	if (*n == *cap) {
 		uint32_t m = *cap ? *cap * 2 : 8;
-		struct sv_conn **r = realloc(*v, m * sizeof(*r));
+		struct conns_block *b = malloc(sizeof(*b) + m * sizeof(b->v[0]));
 
-		if (!r)
+		if (!b)
 			return false;
-		*v = r;
+		b->old = conns_block_of(*v);
+		if (*n)
+			memcpy(b->v, *v, *n * sizeof(b->v[0]));
+		__atomic_store_n(v, b->v, __ATOMIC_RELEASE);
 		*cap = m;
 	}
-	(*v)[*n] = c;
+	__atomic_store_n(&(*v)[*n], c, __ATOMIC_RELAXED);
 	__atomic_store_n(n, *n + 1, __ATOMIC_RELEASE);
 	return true;
 }
 
+/* A reader may meanwhile see the last one twice or miss it for one poll. */
 static bool conns_del(struct sv_conn **v, uint32_t *n, struct sv_conn *c)
 {
 	for (uint32_t i = 0; i < *n; i++)
 		if (v[i] == c) {
-			v[i] = v[*n - 1];
+			__atomic_store_n(&v[i], v[*n - 1], __ATOMIC_RELAXED);
 			__atomic_store_n(n, *n - 1, __ATOMIC_RELEASE);
 			return true;
 		}
 	return false;
+}
+
+static void conns_free(struct sv_conn **v)
+{
+	for (struct conns_block *b = conns_block_of(v), *old; b; b = old) {
+		old = b->old;
+		free(b);
+	}
 }
 
 /* The CQ's TCP channels, which its spinning pollers take (drive_lock held).
@@ -367,6 +394,9 @@ void sv_engine_cq_del(struct sv_node *node, struct sv_cq *cq)
 	pthread_mutex_lock(&drv.lock);
 	sv_list_del(&cq->spin_link);
 	pthread_mutex_unlock(&drv.lock);
+	conns_free(cq->rings);
+	conns_free(cq->scan);
+	conns_free(cq->socks);
 }
 
 /* False if its QP's lock was taken: the holder (or the progress thread,
@@ -510,43 +540,31 @@ static bool ring_ready(struct sv_conn *c)
 }
 
 /* Serve the CQ's ready ring channels, at most 64 per poll, round-robin so
- * that none waits for ever.  The scanned list is copied under the lock in
- * chunks and looked at without it: a look at many rings is long, and a
- * channel coming up waits for that lock (docs/measurements.md, 'Ring
- * scan'); the board names the others with work (sv_engine_enter keeps the
- * channels and their rings mapped meanwhile). */
-#define SV_DRIVE_CHUNK 128
+ * that none waits for ever.  The scanned list is read without drive_lock,
+ * which every poll would otherwise take (conns_add keeps the arrays; a
+ * channel that leaves meanwhile is still allocated: sv_engine_enter); the
+ * board names the others with work. */
 #define SV_DRIVE_MAX 64
 
 static int scan_rings(struct sv_cq *cq, struct sv_conn **ready)
 {
-	struct sv_conn *chunk[SV_DRIVE_CHUNK];
-	uint32_t at = 0, total = 1, seen = 0, idx[SV_DRIVE_CHUNK];
+	uint32_t total = __atomic_load_n(&cq->nscan, __ATOMIC_ACQUIRE);
+	struct sv_conn **v = __atomic_load_n(&cq->scan, __ATOMIC_ACQUIRE);
+	uint32_t at = __atomic_load_n(&cq->drive_next, __ATOMIC_RELAXED);
 	int k = 0;
 
-	while (seen < total && k < SV_DRIVE_MAX) {
-		uint32_t m = 0;
+	if (at >= total)                   /* wrapped, or the list shrank */
+		at = 0;
+	for (uint32_t seen = 0; seen < total && k < SV_DRIVE_MAX; seen++) {
+		struct sv_conn *c = __atomic_load_n(&v[at], __ATOMIC_RELAXED);
 
-		pthread_mutex_lock(&cq->drive_lock);
-		if (!seen) {
-			total = cq->nscan;
-			at = cq->drive_next < total ? cq->drive_next : 0;
+		if (++at == total)
+			at = 0;
+		if (ring_ready(c)) {
+			ready[k++] = c;
+			if (k == SV_DRIVE_MAX)
+				__atomic_store_n(&cq->drive_next, at, __ATOMIC_RELAXED);
 		}
-		for (; m < SV_DRIVE_CHUNK && seen < total && cq->nscan; m++, seen++) {
-			if (at >= cq->nscan)       /* wrapped, or the list shrank */
-				at = 0;
-			idx[m] = at;
-			chunk[m] = cq->scan[at++];
-		}
-		pthread_mutex_unlock(&cq->drive_lock);
-		if (!m)
-			break;
-		for (uint32_t j = 0; j < m && k < SV_DRIVE_MAX; j++)
-			if (ring_ready(chunk[j])) {
-				ready[k++] = chunk[j];
-				if (k == SV_DRIVE_MAX)
-					__atomic_store_n(&cq->drive_next, idx[j] + 1, __ATOMIC_RELAXED);
-			}
 	}
 	return k;
 }

@@ -430,9 +430,6 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 		sv_pd_put(cq->parent_domain);
 	pthread_mutex_destroy(&cq->lock);
 	close(cq->drive_fd);
-	free(cq->rings);
-	free(cq->scan);
-	free(cq->socks);
 	free(cq->ring);
 	free(cq->ts);
 	svst_free(cq->st);

@@ -193,7 +193,7 @@ struct sv_cq {
 	uint32_t polls;              /* polls, to stamp last_poll_ns now and then */
 	uint32_t posts;              /* posts to its QPs, to stamp the segment (drive.c) */
 	uint64_t last_poll_ns;       /* an application thread polled it (0: went to sleep) */
-	pthread_mutex_t drive_lock;  /* guards rings[], scan[], socks[] and spinning */
+	pthread_mutex_t drive_lock;  /* guards changes to rings[], scan[], socks[]; spinning */
 	struct sv_conn **rings;      /* ring channels completing here */
 	uint32_t nrings, rings_cap;
 	/* of them, those a poll looks at; the others are on the board
