@@ -26,7 +26,7 @@ bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	bool fire = false, ok = true;
 
-	pthread_mutex_lock(&cq->lock);
+	sv_spin_lock(&cq->lock);
 	if (cq_full(cq)) {
 		ok = false;
 		cq->st->overruns++;
@@ -57,7 +57,7 @@ bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 		__atomic_store_n(&cq->armed_solicited, false, __ATOMIC_RELAXED);
 		fire = cq->ibcq.channel != NULL;
 	}
-	pthread_mutex_unlock(&cq->lock);
+	sv_spin_unlock(&cq->lock);
 	if (fire) {
 		sv_engine_cq_fired(cq);
 		sv_channel_fire(cq);
@@ -69,7 +69,7 @@ static void cq_clean(struct sv_cq *cq, uint32_t qp_num, bool keep_recv)
 {
 	uint32_t from, to;
 
-	pthread_mutex_lock(&cq->lock);
+	sv_spin_lock(&cq->lock);
 	for (from = to = cq->tail; from != cq->head; ) {
 		uint32_t i = cq_slot(cq, --from);
 		const struct ibv_wc *wc = &cq->ring[i];
@@ -85,7 +85,7 @@ static void cq_clean(struct sv_cq *cq, uint32_t qp_num, bool keep_recv)
 	}
 	__atomic_store_n(&cq->head, to, __ATOMIC_RELAXED);
 	cq->st->polled = to;
-	pthread_mutex_unlock(&cq->lock);
+	sv_spin_unlock(&cq->lock);
 }
 
 /* A QP moved to RESET or destroyed takes its completions back, as hardware
@@ -124,7 +124,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		}
 	}
 	sv_engine_spin_found(node, cq);
-	pthread_mutex_lock(&cq->lock);
+	sv_spin_lock(&cq->lock);
 	while (n < num_entries && cq->batch_i < cq->batch_n)    /* taken by start_poll */
 		wc[n++] = cq->batch[cq->batch_i++];
 	while (n < num_entries && cq->head != cq->tail) {
@@ -132,7 +132,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
 	}
 	cq->st->polled = cq->head;
-	pthread_mutex_unlock(&cq->lock);
+	sv_spin_unlock(&cq->lock);
 	sv_engine_polling(cq, (uint32_t)n);
 	return n;
 }
@@ -145,13 +145,13 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	sv_engine_spin_end(to_sctx(ibcq->context)->node, cq);
 	sv_engine_release_acks(to_sctx(ibcq->context)->node, cq);
 	sv_engine_batch_flush(to_sctx(ibcq->context)->node);
-	pthread_mutex_lock(&cq->lock);
+	sv_spin_lock(&cq->lock);
 	/* atomic stores: posters read them without the lock (sv_engine_posting) */
 	if (solicited_only)
 		__atomic_store_n(&cq->armed_solicited, true, __ATOMIC_RELAXED);
 	else
 		__atomic_store_n(&cq->armed, true, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&cq->lock);
+	sv_spin_unlock(&cq->lock);
 	/* About to sleep: ring writers should ring the doorbell again. */
 	sv_engine_stop_polling(cq);
 	return 0;
@@ -176,7 +176,7 @@ static void refill(struct sv_cq *cq)
 {
 	uint32_t n = 0;
 
-	pthread_mutex_lock(&cq->lock);
+	sv_spin_lock(&cq->lock);
 	while (n < 16 && cq->head != cq->tail) {
 		uint32_t i = cq_slot(cq, cq->head);
 
@@ -186,7 +186,7 @@ static void refill(struct sv_cq *cq)
 		__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
 	}
 	cq->st->polled = cq->head;
-	pthread_mutex_unlock(&cq->lock);
+	sv_spin_unlock(&cq->lock);
 	cq->batch_n = n;
 	cq->batch_i = 0;
 }
@@ -330,7 +330,6 @@ static struct sv_cq *cq_create(struct ibv_context *context, struct ibv_cq_init_a
 		errno = ENOMEM;
 		return NULL;
 	}
-	pthread_mutex_init(&cq->lock, NULL);
 	cq->ibcq.context = context;
 	cq->ibcq.channel = a->channel;
 	cq->ibcq.cq_context = a->cq_context;
@@ -379,16 +378,16 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 
 	if (cqe <= 0 || cqe > SV_MAX_CQE)
 		return EINVAL;
-	pthread_mutex_lock(&cq->lock);
+	sv_spin_lock(&cq->lock);
 	n = cq->tail - cq->head;
 	if ((uint32_t)cqe < n) {
-		pthread_mutex_unlock(&cq->lock);
+		sv_spin_unlock(&cq->lock);
 		return EINVAL;
 	}
 	if (cq_alloc_ring(&tmp, cqe, cq->ts != NULL)) {
 		free(tmp.ring);
 		free(tmp.ts);
-		pthread_mutex_unlock(&cq->lock);
+		sv_spin_unlock(&cq->lock);
 		return ENOMEM;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -405,7 +404,7 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	cq->tail = n;
 	cq->ibcq.cqe = cqe;
 	sv_status_cq(cq);
-	pthread_mutex_unlock(&cq->lock);
+	sv_spin_unlock(&cq->lock);
 	return 0;
 }
 
@@ -428,7 +427,6 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	sv_engine_cq_del(to_sctx(ibcq->context)->node, cq);
 	if (cq->parent_domain)
 		sv_pd_put(cq->parent_domain);
-	pthread_mutex_destroy(&cq->lock);
 	close(cq->drive_fd);
 	free(cq->ring);
 	free(cq->ts);

@@ -6,7 +6,8 @@
  *   - qp->lock guards the QP's state, its send and receive queues and its
  *     channels' transmit/receive machines.  Taken by the application (post_*,
  *     modify) and by the progress thread (frames arriving, timers).
- *   - cq->lock guards the completion ring; taken inside qp->lock.
+ *   - cq->lock guards the completion ring; taken inside qp->lock.  A spin
+ *     lock (util/spin.h): held for a few stores, never across a block.
  *   - srq->lock guards the shared receive queue; taken inside qp->lock.
  *   - The MR table has its own rwlock (see mr.c); taken innermost.
  *   - The node lock (transport/node.c) guards QPN tables and port groups;
@@ -24,6 +25,7 @@
 
 #include "util/evfd.h"
 #include "util/list.h"
+#include "util/spin.h"
 #include "util/time.h"
 #include "wire/proto.h"
 
@@ -166,7 +168,7 @@ struct sv_comp_channel {
 /* CQ: a ring of work completions.  Producers: QP engines; consumer: poll. */
 struct sv_cq {
 	struct ibv_cq_ex ibcq;       /* its prefix is a struct ibv_cq */
-	pthread_mutex_t lock;
+	struct sv_spin lock;         /* never held across a block or a sleep */
 	struct ibv_wc *ring;
 	uint64_t *ts;                /* completion timestamps, parallel to ring */
 	uint32_t size;               /* ring slots (sv_ring_slots(cqe)) */
