@@ -410,6 +410,28 @@ static void arm_gone_deadline(struct sv_qp *qp)
 		qp->gone_deadline = sv_now_ns() + t * (qp->attr.retry_cnt + 1);
 }
 
+/* Our HELLO went on a socket that is still connected: the peer's process
+ * is alive (it holds the other end) but has not answered yet, busy with
+ * thousands of channel handshakes at once (qp_scale with 8,000 QPs: more
+ * than one budget).  An HCA would have answered at once, so that is no
+ * reason to fail; the peer gets SV_HELLO_WAITS budgets more, in case what
+ * holds the socket is not the process we wanted (a forked child). */
+#define SV_HELLO_WAITS 8
+
+static bool hello_busy(struct sv_qp *qp)
+{
+	const struct sv_conn *c = qp->out;
+
+	if (qp->link != SV_LINK_HELLO || !c || !c->connected || c->dead || c->closed ||
+	    qp->hello_waits >= SV_HELLO_WAITS)
+		return false;
+	qp->hello_waits++;
+	sv_info("qp %u: no answer to our HELLO within the retry budget; its process is alive: "
+		"waiting once more (%u of %u)", qp->ibqp.qp_base.qp_num, qp->hello_waits,
+		SV_HELLO_WAITS);
+	return true;
+}
+
 void sv_comp_link_lost(struct sv_qp *qp)
 {
 	if (qp->attr.qp_state == IBV_QPS_ERR || qp->attr.qp_state == IBV_QPS_RESET)
@@ -540,7 +562,9 @@ void sv_engine_on_timer(void *owner, uint64_t now)
 	}
 	if (qp->gone_deadline && now >= qp->gone_deadline) {
 		qp->gone_deadline = 0;
-		if (qp->link != SV_LINK_UP && s != IBV_QPS_ERR && s != IBV_QPS_RESET) {
+		if (hello_busy(qp)) {
+			arm_gone_deadline(qp);
+		} else if (qp->link != SV_LINK_UP && s != IBV_QPS_ERR && s != IBV_QPS_RESET) {
 			sv_info("qp %u: peer unreachable for the whole retry budget",
 				qp->ibqp.qp_base.qp_num);
 			/* work in flight fails as the transport's retries would */

@@ -622,6 +622,7 @@ void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
 		c->cma_ok ? ", cross-memory attach" : "");
 	sv_link_set(qp, SV_LINK_UP);
 	qp->gone_deadline = 0;
+	qp->hello_waits = 0;
 	sv_qp_timer_update(qp);
 	/* frames are sent after this response has been consumed */
 }

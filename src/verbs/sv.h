@@ -440,6 +440,7 @@ struct sv_qp {
 	uint64_t stat_deadline;      /* ns; the counters' runs go to the record (stat.h) */
 	uint32_t ack_held_takes;     /* its channels' ack_takes when the timer last looked */
 	bool rnr_wait;
+	uint8_t hello_waits;         /* budgets given a live peer busy with our HELLO (comp.c) */
 	enum sv_link_state link;
 	struct sv_conn *out;         /* requests out, responses in */
 	bool req_turned;             /* requests go on `in` instead (engine/req.c) */
