@@ -18,7 +18,7 @@ struct sv_spin {
 };
 
 #define SV_SPIN_INIT { 0 }
-#define SV_SPIN_PAUSES 128      /* spins before a waiter yields its core */
+#define SV_SPIN_PAUSES 16       /* spins before a waiter yields its core */
 
 static inline void sv_spin_pause(void)
 {
