@@ -361,6 +361,8 @@ bench_report() {  # OUT.md
     target "same host ib_send_bw -c UD -s 8 message rate vs RC" sv/host/send_ud_rate/8 sv/host/send_rate/8 \
            "ib_send_bw (RC) msg rate" ge 0.5
     target "idle: $BENCH_IDLE_QPS connected QPs, ${BENCH_IDLE_SECONDS} s" "idle/host/cpu_pct/$BENCH_IDLE_QPS" "" "" le 0.5
+    target "scale: $BENCH_BIG_QPS connected RC QPs in one process" "scale/host/qps_max/$BENCH_BIG_QPS" "" "" ge "$BENCH_BIG_QPS"
+    target "scale: RSS per QP with that many" "scale/host/rss_per_qp_max/$BENCH_BIG_QPS" "" "" le 16
     echo
     echo "Targets: $TARGETS_PASS passed, $TARGETS_FAIL failed, $TARGETS_NA without a value." \
          "\"noisy\": the runs of an input spread by more than 1.5x (min–max): rerun on a quieter machine before trusting that row."
@@ -414,6 +416,13 @@ bench_report() {  # OUT.md
     echo "| qp_scale: INIT→RTR→RTS of $n QPs | $(show_val "scale/host/connect_ms/$n") |"
     echo "| qp_scale: one SEND on each of $n QPs, both ways, to the last completion | $(show_val "scale/host/send_ms/$n") |"
     echo "| qp_scale: SEND ping-pong on one of the $n QPs, one-way | $(show_val "scale/host/pingpong_us/$n") |"
+    n=$BENCH_BIG_QPS
+    echo "| qp_scale: connected RC QPs per process, of the $n asked (the most that fit: two descriptors each, under the limit below) | $(show_val "scale/host/qps_max/$n") |"
+    echo "| qp_scale: the descriptor hard limit of that run | $(show_val "scale/host/fd_limit/$n") |"
+    echo "| qp_scale: RSS per connected RC QP with that many | $(show_val "scale/host/rss_per_qp_max/$n") |"
+    echo "| qp_scale: one SEND on each of them, both ways, to the last completion | $(show_val "scale/host/send_ms_max/$n") |"
+    echo "| qp_scale: SEND ping-pong on one of them, one-way | $(show_val "scale/host/pingpong_us_max/$n") |"
+    n=$BENCH_SCALE_QPS
     echo "| cmtime -c $n: rdma_connect per connection | $(show_val "cmtime/host/connect_us/$n") |"
     echo "| cmtime -c $n: all connections | $(show_val "cmtime/host/connect_total_ms/$n") |"
     echo "| idle: CPU of the busier of two processes with $BENCH_IDLE_QPS connected QPs each, over ${BENCH_IDLE_SECONDS} s (% of one core) | $(show_val "idle/host/cpu_pct/$BENCH_IDLE_QPS") |"

@@ -11,6 +11,9 @@
 #                         % of one core
 #   cmtime -c 1000        rdmacm-utils over our librdmacm.so.1: connection
 #                         setup per connection (us) and total (ms)
+#   qp_scale -n 10000     the scale target: that many connected RC QPs in one
+#                         process (or the most the descriptor limit holds),
+#                         RSS per QP
 # Sourced by run.sh (needs lib.sh).
 # Sourced: its variables are used by the other scripts.
 # shellcheck disable=SC2034
@@ -18,6 +21,7 @@
 BENCH_SCALE_QPS=${BENCH_SCALE_QPS:-1000}
 BENCH_IDLE_QPS=${BENCH_IDLE_QPS:-100}
 BENCH_IDLE_SECONDS=${BENCH_IDLE_SECONDS:-10}
+BENCH_BIG_QPS=${BENCH_BIG_QPS:-10000}
 
 scale_qp() {
   local n=$BENCH_SCALE_QPS f k v unit val
@@ -91,8 +95,40 @@ scale_cmtime() {
   [[ -n $v ]] && bench_rec "cmtime/host/connect_total_ms/$n" ms "$v"
 }
 
+# A same-host QP holds two sockets, one per channel: a descriptor hard
+# limit under about two per QP cannot hold BENCH_BIG_QPS of them (this
+# container's is 20,000, and root may not raise it).  Then the run takes the
+# most that fit, in steps of 500, and scale/host/qps_max says how many
+# connected; scale/host/fd_limit is the limit it had.
+scale_big() {
+  local want=$BENCH_BIG_QPS n hard val k v unit
+  local prog=$BENCH_BIN/qp_scale
+  if [[ ! -x $prog ]]; then
+    bench_fail "scale/host/qps_max/$want" count "$prog not built (run make)"
+    return
+  fi
+  hard=$(ulimit -Hn)
+  n=$want
+  if [[ $hard != unlimited ]]; then
+    bench_rec "scale/host/fd_limit/$want" count "$hard"
+    ((2 * want + 400 > hard)) && n=$(((hard - 400) / 2 / 500 * 500))
+  fi
+  if bench_one "scale_qp_big" 180 env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -n "$n" -l 1000 -d "$SV_DEV"; then
+    bench_rec "scale/host/qps_max/$want" count "$n"
+    for k in rss_kib_per_qp:rss_per_qp_max:KiB send_ms:send_ms_max:ms pingpong_us:pingpong_us_max:us; do
+      IFS=: read -r k v unit <<<"$k"
+      val=$(bench_get "$PAIR_OUT" "p_$k")
+      if [[ -n $val ]]; then bench_rec "scale/host/$v/$want" "$unit" "$val"
+      else bench_fail "scale/host/$v/$want" "$unit" "no p_$k in the output"; fi
+    done
+  else
+    bench_fail "scale/host/qps_max/$want" count "$n QPs: $PAIR_ERR"
+  fi
+}
+
 fam_scale() {
   scale_qp
+  scale_big
   scale_idle
   scale_cmtime
 }
