@@ -210,14 +210,46 @@ static void run_cmds(struct sv_node *node)
 	pthread_mutex_unlock(&node->lock);
 }
 
+/*
+ * The earliest deadline (timers_next), so that the progress thread looks at
+ * the list of timers only when one may be due: every pass of its loop did,
+ * thousands of QPs each (qp_scale).  A deadline set earlier than it lowers
+ * it; one moved later or cleared leaves it early, which costs a look
+ * for nothing.  While the progress thread looks, it is 0: a deadline set
+ * then is recorded as is and kept, as the look may have missed it.
+ */
+#define SV_TIMERS_NONE (~0ull)
+
+static void timers_lower(struct sv_node *node, uint64_t d)
+{
+	uint64_t cur = __atomic_load_n(&node->timers_next, __ATOMIC_SEQ_CST);
+
+	while ((!cur || d < cur) &&
+	       !__atomic_compare_exchange_n(&node->timers_next, &cur, d, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		;
+}
+
+/* After a look that found `next` (0: none): publish it, unless deadlines
+ * were set meanwhile (then the earlier of the two). */
+static void timers_publish(struct sv_node *node, uint64_t next)
+{
+	uint64_t want = next ? next : SV_TIMERS_NONE, cur = 0;
+
+	while (!__atomic_compare_exchange_n(&node->timers_next, &cur, cur && cur < want ? cur : want,
+					    false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		;
+}
+
 void sv_node_timer_set(struct sv_node *node, struct sv_timer *t, uint64_t d)
 {
 	uint64_t sleep;
 
-	/* The progress thread stores sleep_until, then reads t->at; we store
-	 * t->at, then read sleep_until (both seq_cst): one of us sees the
-	 * other's store, so a deadline is never slept through.  0: it is awake
-	 * and will look at the deadlines before it sleeps: no kick. */
+	/* The progress thread stores sleep_until, then reads timers_next (and
+	 * t->at if one may be due); we store t->at and lower timers_next, then
+	 * read sleep_until (all seq_cst): one of us sees the other's store, so
+	 * a deadline is never slept through.  0: it is awake and will look at
+	 * the deadlines before it sleeps: no kick. */
 	if (!d) {
 		/* stays listed, run_timers skips it; waking for nothing is harmless */
 		__atomic_store_n(&t->at, 0, __ATOMIC_RELAXED);
@@ -237,6 +269,7 @@ void sv_node_timer_set(struct sv_node *node, struct sv_timer *t, uint64_t d)
 		}
 		pthread_mutex_unlock(&node->lock);
 	}
+	timers_lower(node, d);
 	sleep = __atomic_load_n(&node->sleep_until, __ATOMIC_SEQ_CST);
 	if (sleep && d < sleep)
 		sv_node_kick(node);
@@ -258,10 +291,16 @@ void sv_node_timer_forget(struct sv_node *node, struct sv_timer *t)
 static int run_timers(struct sv_node *node)
 {
 	void *due[64];
-	uint64_t now = sv_now_ns(), next = 0;
+	uint64_t now = sv_now_ns(), next = __atomic_load_n(&node->timers_next, __ATOMIC_SEQ_CST);
 	struct sv_list *pos, *tmp;
 	int n = 0;
 
+	if (next == SV_TIMERS_NONE)
+		return -1;
+	if (next && now < next)
+		return (int)((next - now + 999999) / 1000000);
+	__atomic_store_n(&node->timers_next, 0, __ATOMIC_SEQ_CST);
+	next = 0;
 	pthread_mutex_lock(&node->lock);
 	sv_list_for_each_safe(pos, tmp, &node->timers) {
 		struct sv_timer *t = sv_container_of(pos, struct sv_timer, link);
@@ -273,6 +312,8 @@ static int run_timers(struct sv_node *node)
 			next = at;
 	}
 	pthread_mutex_unlock(&node->lock);
+	/* the due ones are run next: their next deadlines lower it again */
+	timers_publish(node, n ? now : next);
 
 	for (int i = 0; i < n; i++)
 		node->up->timer(due[i], now);
@@ -639,6 +680,7 @@ static struct sv_node *node_create(const struct sv_upcalls *up)
 	pthread_mutex_init(&node->lock, NULL);
 	pthread_cond_init(&node->cond, NULL);
 	sv_list_init(&node->timers);
+	node->timers_next = SV_TIMERS_NONE;
 	sv_list_init(&node->pending);
 	sv_list_init(&node->lingering);
 	sv_list_init(&node->cmds);

@@ -88,6 +88,7 @@ struct sv_node {
 	struct sv_pgroup **groups;
 	uint32_t ngroups;
 	struct sv_list timers;       /* QPs that have had deadlines (left on it until destroyed) */
+	uint64_t timers_next;        /* no deadline before it (ns; ~0: none; 0: being looked for) */
 	uint64_t sleep_until;        /* progress thread sleeps until (ns; 0: awake, ~0: no timer) */
 	struct sv_list pending;      /* inbound conns awaiting HELLO (bounds.c) */
 	int pending_max;             /* per port group (SOFTVERBS_PENDING_MAX) */
