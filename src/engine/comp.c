@@ -412,9 +412,9 @@ static void arm_gone_deadline(struct sv_qp *qp)
 
 /* Our HELLO went on a socket that is still connected: the peer's process
  * is alive (it holds the other end) but has not answered yet, busy with
- * thousands of channel handshakes at once (qp_scale with 8,000 QPs: more
- * than one budget).  An HCA would have answered at once, so that is no
- * reason to fail; the peer gets SV_HELLO_WAITS budgets more, in case what
+ * thousands of channel handshakes at once (docs/measurements.md, 'HELLO
+ * patience').  An HCA would have answered at once, so that is no reason
+ * to fail; the peer gets SV_HELLO_WAITS budgets more, a bound in case what
  * holds the socket is not the process we wanted (a forked child). */
 #define SV_HELLO_WAITS 8
 
