@@ -23,22 +23,29 @@ BENCH_IDLE_QPS=${BENCH_IDLE_QPS:-100}
 BENCH_IDLE_SECONDS=${BENCH_IDLE_SECONDS:-10}
 BENCH_BIG_QPS=${BENCH_BIG_QPS:-10000}
 
+# The parent's "p_FIELD value" lines of qp_scale's output ($PAIR_OUT) as
+# scale/host/NAME/N: scale_rec N FIELD:NAME:UNIT...
+scale_rec() {
+  local n=$1 f k v unit val
+  shift
+  for f in "$@"; do
+    IFS=: read -r k v unit <<<"$f"
+    val=$(bench_get "$PAIR_OUT" "p_$k")
+    if [[ -n $val ]]; then bench_rec "scale/host/$v/$n" "$unit" "$val"
+    else bench_fail "scale/host/$v/$n" "$unit" "no p_$k in the output"; fi
+  done
+}
+
 scale_qp() {
-  local n=$BENCH_SCALE_QPS f k v unit val
+  local n=$BENCH_SCALE_QPS
   local prog=$BENCH_BIN/qp_scale
   if [[ ! -x $prog ]]; then
     bench_fail "scale/host/rss_per_qp/$n" KiB "$prog not built (run make)"
     return
   fi
   if bench_one "scale_qp_$n" 120 env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -n "$n" -d "$SV_DEV"; then
-    for f in rss_kib_per_qp:rss_per_qp:KiB pss_kib_per_qp:pss_per_qp:KiB fds:fds:count \
-             threads:threads:count connect_ms:connect_ms:ms send_ms:send_ms:ms \
-             pingpong_us:pingpong_us:us; do
-      IFS=: read -r k v unit <<<"$f"
-      val=$(bench_get "$PAIR_OUT" "p_$k")
-      if [[ -n $val ]]; then bench_rec "scale/host/$v/$n" "$unit" "$val"
-      else bench_fail "scale/host/$v/$n" "$unit" "no p_$k in the output"; fi
-    done
+    scale_rec "$n" rss_kib_per_qp:rss_per_qp:KiB pss_kib_per_qp:pss_per_qp:KiB fds:fds:count \
+      threads:threads:count connect_ms:connect_ms:ms send_ms:send_ms:ms pingpong_us:pingpong_us:us
   else
     bench_fail "scale/host/rss_per_qp/$n" KiB "$PAIR_ERR"
   fi
@@ -101,7 +108,7 @@ scale_cmtime() {
 # most that fit, in steps of 500, and scale/host/qps_max says how many
 # connected; scale/host/fd_limit is the limit it had.
 scale_big() {
-  local want=$BENCH_BIG_QPS n hard val k v unit
+  local want=$BENCH_BIG_QPS n hard
   local prog=$BENCH_BIN/qp_scale
   if [[ ! -x $prog ]]; then
     bench_fail "scale/host/qps_max/$want" count "$prog not built (run make)"
@@ -115,12 +122,8 @@ scale_big() {
   fi
   if bench_one "scale_qp_big" 180 env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -n "$n" -l 1000 -d "$SV_DEV"; then
     bench_rec "scale/host/qps_max/$want" count "$n"
-    for k in rss_kib_per_qp:rss_per_qp_max:KiB send_ms:send_ms_max:ms pingpong_us:pingpong_us_max:us; do
-      IFS=: read -r k v unit <<<"$k"
-      val=$(bench_get "$PAIR_OUT" "p_$k")
-      if [[ -n $val ]]; then bench_rec "scale/host/$v/$want" "$unit" "$val"
-      else bench_fail "scale/host/$v/$want" "$unit" "no p_$k in the output"; fi
-    done
+    scale_rec "$want" rss_kib_per_qp:rss_per_qp_max:KiB send_ms:send_ms_max:ms \
+      pingpong_us:pingpong_us_max:us
   else
     bench_fail "scale/host/qps_max/$want" count "$n QPs: $PAIR_ERR"
   fi
