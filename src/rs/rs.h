@@ -171,7 +171,6 @@ struct rsock *rs_alloc(int type, int domain);	/* registered, not locked */
 void rs_unregister(struct rsock *rs);
 int rs_epoll_add(struct rsock *rs, int fd);
 int rs_nonblock(int fd);
-bool rs_is_rsocket(int fd);
 
 /* ---- rs/linger.c: closes that finish in the background --------------- */
 /* rs_conn_close on a thread of its own; false if none could be started

@@ -136,16 +136,6 @@ void rs_unregister(struct rsock *rs)
 		rs_put(rs);
 }
 
-bool rs_is_rsocket(int fd)
-{
-	bool yes;
-
-	pthread_mutex_lock(&table_lock);
-	yes = fd >= 0 && fd < table_len && table[fd];
-	pthread_mutex_unlock(&table_lock);
-	return yes;
-}
-
 int rs_epoll_add(struct rsock *rs, int fd)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
