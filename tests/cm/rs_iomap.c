@@ -35,18 +35,6 @@ static size_t fill(int s)
 	return sent;
 }
 
-static void read_all(int c, size_t bytes)
-{
-	static char buf[1 << 16];
-
-	while (bytes) {
-		ssize_t n = rrecv(c, buf, bytes < sizeof(buf) ? bytes : sizeof(buf), 0);
-
-		CHECK(n > 0);
-		bytes -= (size_t)n;
-	}
-}
-
 struct map_call {
 	int s;
 	void *buf;
@@ -100,11 +88,11 @@ int main(int argc, char **argv)
 	off = map_at_once(s, map);
 	CHECK_ERR(rsend(s, &b, 1, 0), EAGAIN);
 
-	read_all(c, sent);
+	rst_read_all(c, sent);
 	if (!(rst_revents(s, POLLOUT, WAIT_MS) & POLLOUT))
 		FAIL("no POLLOUT within %d ms of the peer reading everything", WAIT_MS);
 	CHECK_EQ(rsend(s, &b, 1, 0), 1);
-	read_all(c, 1);
+	rst_read_all(c, 1);
 
 	CHECK_EQ(riowrite(c, msg, sizeof(msg), off, 0), sizeof(msg));
 	CHECK_EQ(rsend(c, &b, 1, 0), 1);	/* after the WRITE: once it is in, so is the WRITE */

@@ -29,18 +29,6 @@ static size_t fill(int c)
 	}
 }
 
-static void read_all(int s, size_t bytes)
-{
-	static char buf[1 << 16];
-
-	while (bytes) {
-		ssize_t n = rrecv(s, buf, bytes < sizeof(buf) ? bytes : sizeof(buf), 0);
-
-		CHECK(n > 0);
-		bytes -= (size_t)n;
-	}
-}
-
 int main(int argc, char **argv)
 {
 	uint16_t port = argc > 1 ? (uint16_t)atoi(argv[1]) : 27690;
@@ -62,7 +50,7 @@ int main(int argc, char **argv)
 		CHECK_ERR(rsend(c, &b, 1, 0), EAGAIN);	/* reported, yet it would block */
 	CHECK_ERR(rsend(c, &b, 1, 0), EAGAIN);
 
-	read_all(s, sent);
+	rst_read_all(s, sent);
 	if (!(rst_revents(c, POLLOUT, WAIT_MS) & POLLOUT))
 		FAIL("no POLLOUT within %d ms of the peer reading everything", WAIT_MS);
 	CHECK_EQ(rsend(c, &b, 1, 0), 1);
@@ -73,7 +61,7 @@ int main(int argc, char **argv)
 		FAIL("no POLLOUT after rshutdown(SHUT_WR), where rsend does not block");
 	CHECK_ERR(rsend(c, &b, 1, 0), EPIPE);
 
-	read_all(s, sent);
+	rst_read_all(s, sent);
 	CHECK_OK(rsetsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
 	CHECK_OK(rclose(c));
 	CHECK_OK(rclose(s));

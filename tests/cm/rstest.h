@@ -62,6 +62,19 @@ static inline short rst_revents(int fd, short events, int ms)
 	return p.revents;
 }
 
+/* Reads exactly `bytes` from rsocket s (blocking), discarding them. */
+static inline void rst_read_all(int s, size_t bytes)
+{
+	static char buf[1 << 16];
+
+	while (bytes) {
+		ssize_t n = rrecv(s, buf, bytes < sizeof(buf) ? bytes : sizeof(buf), 0);
+
+		CHECK(n > 0);
+		bytes -= (size_t)n;
+	}
+}
+
 /* Joins t within ms: false if it is still in its call by then. */
 static inline bool rst_join_within(pthread_t t, int ms)
 {
