@@ -24,23 +24,14 @@ static bool cq_full(const struct sv_cq *cq)
 
 bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
-	bool fire = false, ok = true;
+	bool fire = false, ok = true, overrun = false;
 
 	sv_spin_lock(&cq->lock);
 	if (cq_full(cq)) {
 		ok = false;
 		cq->st->overruns++;
-		if (!cq->overrun) {
-			struct ibv_async_event ev = { .element.cq = (struct ibv_cq *)&cq->ibcq,
-						      .event_type = IBV_EVENT_CQ_ERR };
-
-			cq->overrun = true;
-			sv_err("CQ %p: overrun, all %d entries unpolled: the completion of QP %#x "
-			       "wr_id %llu (%s) is lost; IBV_EVENT_CQ_ERR", (void *)&cq->ibcq,
-			       cq->ibcq.cqe, wc->qp_num, (unsigned long long)wc->wr_id,
-			       ibv_wc_status_str(wc->status));
-			sv_async_post(to_sctx(cq->ibcq.context), &ev);
-		}
+		overrun = !cq->overrun;      /* told once, after the unlock */
+		cq->overrun = true;
 	} else {
 		uint32_t i = cq_slot(cq, cq->tail);
 
@@ -58,6 +49,16 @@ bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 		fire = cq->ibcq.channel != NULL;
 	}
 	sv_spin_unlock(&cq->lock);
+	if (overrun) {
+		struct ibv_async_event ev = { .element.cq = (struct ibv_cq *)&cq->ibcq,
+					      .event_type = IBV_EVENT_CQ_ERR };
+
+		sv_err("CQ %p: overrun, all %d entries unpolled: the completion of QP %#x "
+		       "wr_id %llu (%s) is lost; IBV_EVENT_CQ_ERR", (void *)&cq->ibcq,
+		       cq->ibcq.cqe, wc->qp_num, (unsigned long long)wc->wr_id,
+		       ibv_wc_status_str(wc->status));
+		sv_async_post(to_sctx(cq->ibcq.context), &ev);
+	}
 	if (fire) {
 		sv_engine_cq_fired(cq);
 		sv_channel_fire(cq);
@@ -371,32 +372,47 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context, struct ibv_cq_ini
 	return cq ? &cq->ibcq : NULL;
 }
 
+static uint32_t cq_used(struct sv_cq *cq)
+{
+	uint32_t n;
+
+	sv_spin_lock(&cq->lock);
+	n = cq->tail - cq->head;
+	sv_spin_unlock(&cq->lock);
+	return n;
+}
+
 int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct sv_cq *cq = to_scq(ibcq), tmp = { 0 };
+	struct ibv_wc *old_ring;
+	uint64_t *old_ts;
 	uint32_t n;
 
-	if (cqe <= 0 || cqe > SV_MAX_CQE)
+	if (cqe <= 0 || cqe > SV_MAX_CQE || (uint32_t)cqe < cq_used(cq))
 		return EINVAL;
+	/* allocated and freed outside the lock: a spin lock's holder never
+	 * waits for the allocator (entries may come meanwhile: looked at again) */
+	if (cq_alloc_ring(&tmp, cqe, cq->ts != NULL)) {
+		free(tmp.ring);
+		free(tmp.ts);
+		return ENOMEM;
+	}
 	sv_spin_lock(&cq->lock);
 	n = cq->tail - cq->head;
 	if ((uint32_t)cqe < n) {
 		sv_spin_unlock(&cq->lock);
-		return EINVAL;
-	}
-	if (cq_alloc_ring(&tmp, cqe, cq->ts != NULL)) {
 		free(tmp.ring);
 		free(tmp.ts);
-		sv_spin_unlock(&cq->lock);
-		return ENOMEM;
+		return EINVAL;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		tmp.ring[i] = cq->ring[cq_slot(cq, cq->head + i)];
 		if (tmp.ts)
 			tmp.ts[i] = cq->ts[cq_slot(cq, cq->head + i)];
 	}
-	free(cq->ring);
-	free(cq->ts);
+	old_ring = cq->ring;
+	old_ts = cq->ts;
 	cq->ring = tmp.ring;
 	cq->ts = tmp.ts;
 	cq->size = tmp.size;
@@ -405,6 +421,8 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	cq->ibcq.cqe = cqe;
 	sv_status_cq(cq);
 	sv_spin_unlock(&cq->lock);
+	free(old_ring);
+	free(old_ts);
 	return 0;
 }
 
