@@ -298,6 +298,9 @@ static void rx_end(struct sv_conn *c)
 	const struct sv_opinfo *oi = sv_op_info(c->qc->rx_hdr.opcode);
 
 	sv_stat_rx(c);
+	if ((c->qc->rx_hdr.flags & SV_WF_LONE) && (oi->flags & SV_OPF_RKEY) &&
+	    !(oi->flags & (SV_OPF_RECV | SV_OPF_RESP)))
+		c->qc->rx_lone = true;
 	if (oi->flags & SV_OPF_CTRL) {
 		if (c->qc->rx_hdr.opcode == SV_OP_HELLO_ACK)
 			sv_req_kick(c->qc->qp);     /* requests waited for the channel */
@@ -674,9 +677,33 @@ static bool lock_or_defer(struct sv_conn *c, struct sv_qp *qp, uint32_t *events)
 	return true;
 }
 
+/*
+ * RDMA READs, WRITEs and atomics at a passive target, where no application
+ * thread polls, are served by the progress thread, and each one woke it: a
+ * wake-up costs several round trips on a VM.  So a request whose requester
+ * has nothing else in flight (SV_WF_LONE: it waits for this one) makes the
+ * progress thread poll for a while (SOFTVERBS_BUSY_POLL_US) before it
+ * sleeps again, if the previous one came recently enough for that poll to
+ * have caught it.  Not for a stream, whose frames a busy target would take
+ * one by one and answer each with an ACK (that halved a WRITE stream), nor
+ * for SENDs, whose receiver's application is woken anyway
+ * (docs/measurements.md, 'Busy poll').
+ */
+#define SV_BUSY_GAP_MAX_NS (200 * 1000ull)
+
+static void maybe_busy_poll(struct sv_conn *c)
+{
+	uint64_t now = sv_now_ns(), gap = now - c->qc->rx_lone_ns;
+
+	c->qc->rx_lone_ns = now;     /* (only the progress thread uses it) */
+	if (gap <= SV_BUSY_GAP_MAX_NS && !(c->caps & SV_CAP_MAPPED) && !sv_engine_poller_active(c, now))
+		sv_node_busy_poll(c->node, sv_busy_poll_ns());
+}
+
 void sv_engine_on_conn(struct sv_conn *c, uint32_t events)
 {
 	struct sv_qp *qp = c->qc->qp;
+	bool lone;
 
 	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE))
 		return;
@@ -690,8 +717,12 @@ void sv_engine_on_conn(struct sv_conn *c, uint32_t events)
 		pthread_mutex_lock(&qp->lock);
 	else if (!lock_or_defer(c, qp, &events))
 		return;
+	c->qc->rx_lone = false;
 	conn_serve(c, events);
+	lone = c->qc->rx_lone;
 	pthread_mutex_unlock(&qp->lock);
+	if (lone)
+		maybe_busy_poll(c);
 }
 
 /* Serve what the progress thread left to the holder of the QP's lock.

@@ -241,6 +241,22 @@ static bool rd_window_full(struct sv_qp *qp, uint32_t rd_max)
 	return n >= rd_max;
 }
 
+/* A request that had nothing else in flight or queued, and whose
+ * predecessor had not either (the first of a burst has none in flight),
+ * says so: its requester waits for one answer at a time, and a passive
+ * target may poll for the next (engine/recv.c). */
+static void mark_lone(struct sv_qp *qp, struct sv_txframe *f)
+{
+	if (qp->sq.head != qp->sq.next || qp->sq.next + 1 != qp->sq.tail) {
+		qp->lone_run = 0;
+		return;
+	}
+	if (qp->lone_run < 2)
+		qp->lone_run++;
+	if (qp->lone_run == 2)
+		f->hdr.flags |= SV_WF_LONE;
+}
+
 static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 {
 	uint32_t rd_max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
@@ -273,6 +289,7 @@ static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 			w->psn_set = true;
 		}
 		build_header(qp, w, f, qp->peer_qpn);
+		mark_lone(qp, f);
 		st = IBV_WC_SUCCESS;
 		if (sv_opinfo[f->hdr.opcode].flags & SV_OPF_PAYLOAD)
 			st = add_payload(qp, w, f);

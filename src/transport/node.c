@@ -395,6 +395,12 @@ static void set_sleep(struct sv_node *node, int timeout_ms)
 
 /* ---- spinning pollers (engine/drive.c) ---- */
 
+void sv_node_busy_poll(struct sv_node *node, uint64_t ns)
+{
+	if (ns)
+		node->busy_until = sv_now_ns() + ns;
+}
+
 void sv_node_spin_watch(struct sv_node *node)
 {
 	/* Pairs with spin_tick: it clears `ticking`, then counts spins. */
@@ -436,6 +442,8 @@ static void *progress_main(void *arg)
 		/* Say until when we sleep, then look at the deadlines once more:
 		 * one published before that store is seen now, one published
 		 * after it kicks us if it is earlier (sv_node_timer_set). */
+		if (timeout && node->busy_until && sv_now_ns() < node->busy_until)
+			timeout = 0;
 		set_sleep(node, timeout);
 		again = run_timers(node);
 		if (again >= 0 && (timeout < 0 || again < timeout)) {

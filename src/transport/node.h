@@ -102,6 +102,7 @@ struct sv_node {
 	struct sv_list shm_conns;    /* ring channels (node lock) */
 	bool rings_left;             /* progress thread left ready rings to a poller */
 	bool ticking;                /* the progress thread ticks for spinning pollers */
+	uint64_t busy_until;         /* progress thread: polls, not sleeps, until (ns) */
 	uint8_t *udp_buf;            /* progress thread's datagram buffer */
 	struct sv_dgrings *dgr;      /* same-host UD rings (shm/dgring.c) */
 	struct sv_fault_dgram *fault_dgram;   /* SOFTVERBS_FAULT's for datagrams, else NULL */
@@ -139,6 +140,8 @@ void sv_node_timer_forget(struct sv_node *node, struct sv_timer *t);
 bool sv_node_on_progress_thread(struct sv_node *node);
 /* A poller began to spin: make sure the progress thread ticks (up->spin_tick). */
 void sv_node_spin_watch(struct sv_node *node);
+/* Progress thread: poll instead of sleeping for the next `ns`. */
+void sv_node_busy_poll(struct sv_node *node, uint64_t ns);
 
 /* Bounded resources (bounds.c).  An inbound connection waits on the
  * pending list for its handshake, at most SOFTVERBS_PENDING_MAX per port

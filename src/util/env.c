@@ -51,19 +51,35 @@ bool sv_batch_enabled(void)
 	return sv_env_int("SOFTVERBS_BATCH", 1) != 0;
 }
 
-/* Read once: a CQ asks at each channel it gains. */
+/* A non-negative knob read once into *cache (-1: not yet; a negative
+ * value counts as 0): hot paths ask for it. */
+static uint32_t env_once(int *cache, const char *name, int dflt)
+{
+	int v = __atomic_load_n(cache, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		v = sv_env_int(name, dflt);
+		if (v < 0)
+			v = 0;
+		__atomic_store_n(cache, v, __ATOMIC_RELAXED);
+	}
+	return (uint32_t)v;
+}
+
+/* A CQ asks at each channel it gains. */
 uint32_t sv_board_after(void)
 {
 	static int after = -1;
-	int v = __atomic_load_n(&after, __ATOMIC_RELAXED);
 
-	if (v < 0) {
-		v = sv_env_int("SOFTVERBS_BOARD_AFTER", 32);
-		if (v < 0)
-			v = 0;
-		__atomic_store_n(&after, v, __ATOMIC_RELAXED);
-	}
-	return (uint32_t)v;
+	return env_once(&after, "SOFTVERBS_BOARD_AFTER", 32);
+}
+
+/* The progress thread asks after each lone request it serves. */
+uint64_t sv_busy_poll_ns(void)
+{
+	static int us = -1;
+
+	return (uint64_t)env_once(&us, "SOFTVERBS_BUSY_POLL_US", 50) * 1000;
 }
 
 /* ---- SOFTVERBS_FAULT ---- */

@@ -10,6 +10,8 @@
  *   SOFTVERBS_BATCH=0           write every post's request at once (engine/batch.c)
  *   SOFTVERBS_BOARD_AFTER=N     a CQ's ring channels beyond the first N go on the input board
  *                               (32; transport/shm/board.h)
+ *   SOFTVERBS_BUSY_POLL_US=N    the progress thread polls N us after a lone READ it answered
+ *                               (50; 0: never; engine/recv.c)
  */
 #ifndef SV_UTIL_ENV_H
 #define SV_UTIL_ENV_H
@@ -27,6 +29,7 @@ int sv_pending_max(void);                   /* SOFTVERBS_PENDING_MAX, at least 1
 const char *sv_pcap_dir(void);              /* SOFTVERBS_PCAP, or NULL */
 bool sv_batch_enabled(void);                /* not SOFTVERBS_BATCH=0 */
 uint32_t sv_board_after(void);              /* SOFTVERBS_BOARD_AFTER, read once */
+uint64_t sv_busy_poll_ns(void);             /* SOFTVERBS_BUSY_POLL_US in ns, read once */
 
 /* SOFTVERBS_FAULT: "[KINDS:]KEY=VALUE,...;..." where KINDS is tcp, unix,
  * udp joined by '+' (none: all three), KEY drop, dup, corrupt, delay (a

@@ -430,6 +430,7 @@ struct sv_qp {
 	/* requester */
 	uint32_t next_psn;           /* PSN of the next new request */
 	uint32_t rd_outstanding;     /* READ/atomic requests in flight */
+	uint8_t lone_run;            /* requests sent in a row with nothing else in flight (req.c) */
 	uint32_t retries;            /* transport retries used */
 	uint32_t rnr_retries;        /* RNR retries used */
 	uint64_t ack_deadline;       /* ns; 0 = no timer */

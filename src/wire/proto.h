@@ -54,6 +54,8 @@ enum {
 				     * direction's requests (a piggybacked ACK) */
 	SV_WF_TURN      = 1 << 5,   /* HELLO: the sender's end of this channel also
 				     * takes requests and answers them on it */
+	SV_WF_LONE      = 1 << 5,   /* RC request: the requester has nothing else
+				     * in flight or queued (TURN is HELLO's) */
 	SV_WF_SHORT     = 1 << 6,   /* va, data0 and data1 are 0 and not sent: the
 				     * header is SV_WIRE_SHORT_LEN bytes (rings only) */
 	SV_WF_CRC       = 1 << 7,   /* a CRC32C of the frame follows its payload (4

@@ -32,7 +32,9 @@
  *      ERR, memory untouched);
  *   5. the completer: a signaled SEND goes out as a SEND frame; an ACK
  *      completes it; an RDMA READ goes out as READ_REQ and its READ_RESP
- *      places the bytes; a NAK REM_ACCESS gives IBV_WC_REM_ACCESS_ERR;
+ *      places the bytes; two SENDs at once, one ACK for both; a NAK
+ *      REM_ACCESS gives IBV_WC_REM_ACCESS_ERR; which requests say LONE
+ *      (their requester has nothing else in flight, nor had before);
  *   6. a header with a bad magic: on channels not yet verified (an
  *      accepted one, a candidate of the QP) it closes the channel and the
  *      QP keeps its state and goes on working; on the QP's verified
@@ -906,16 +908,16 @@ static void post_send(struct side *s, uint64_t wr_id, enum ibv_wr_opcode op, uin
 	CHECK(ibv_post_send(s->qp, &wr, &bad) == 0);
 }
 
-/* A request frame of ours. */
+/* A request frame of ours, with these header flags. */
 static void expect_req(const struct sv_wire_hdr *h, struct side *s, uint8_t op, uint32_t psn,
-		       uint32_t len)
+		       uint32_t len, uint8_t flags)
 {
 	EXPECT_EQ(h->opcode, op);
 	EXPECT_EQ(h->psn, psn);
 	EXPECT_EQ(h->dst_qpn, PEER_QPN);
 	EXPECT_EQ(h->src_qpn, s->qp->qp_num);
 	EXPECT_EQ(h->len, len);
-	EXPECT_EQ(h->flags, 0);
+	EXPECT_EQ(h->flags, flags);
 	EXPECT_EQ(h->ack_tmo, 0);            /* the QP's ack timeout */
 }
 
@@ -944,7 +946,7 @@ static void case_completer(void)
 	struct sv_wire_hdr h;
 	const uint32_t psn = 700;
 
-	begin("5 completer: SEND, ACK; READ, READ_RESP; SEND, NAK REM_ACCESS");
+	begin("5 completer: SEND, ACK; READ, READ_RESP; 2 SENDs, ACK; SEND, NAK REM_ACCESS");
 	completer(&s, psn);
 
 	/* SEND: the frame goes out from ibv_post_send itself */
@@ -952,7 +954,7 @@ static void case_completer(void)
 	memcpy(G.mem + OFF_SEND, msg, sizeof(msg));
 	post_send(&s, 51, IBV_WR_SEND, OFF_SEND, sizeof(msg), 0, 0);
 	h = take_frame(s.f, &payload);
-	expect_req(&h, &s, SV_OP_SEND, psn, sizeof(msg));
+	expect_req(&h, &s, SV_OP_SEND, psn, sizeof(msg), 0);   /* its first: not LONE */
 	CHECK(memcmp(payload, msg, sizeof(msg)) == 0);
 	expect_no_output(s.f);
 	expect_no_wc(&s);                     /* not before its ACK */
@@ -964,7 +966,8 @@ static void case_completer(void)
 	/* RDMA READ: READ_REQ out; the READ_RESP's bytes land in our buffer */
 	post_send(&s, 52, IBV_WR_RDMA_READ, OFF_RDDST, sizeof(rd), 0x123456789a0ull, 0x4242);
 	h = take_frame(s.f, NULL);
-	expect_req(&h, &s, SV_OP_READ_REQ, psn + 1, 0);
+	/* alone, after a request that was alone too: LONE */
+	expect_req(&h, &s, SV_OP_READ_REQ, psn + 1, 0, SV_WF_LONE);
 	EXPECT_EQ(h.rlen, sizeof(rd));
 	EXPECT_EQ(h.va, 0x123456789a0ull);
 	EXPECT_EQ(h.rkey, 0x4242);
@@ -977,12 +980,27 @@ static void case_completer(void)
 	expect_bytes(OFF_RDDST, rd, sizeof(rd));
 	expect_guard(OFF_RDDST + sizeof(rd), MR_LEN - OFF_RDDST - sizeof(rd));
 
-	/* SEND answered by a NAK REM_ACCESS: the WR fails, the QP goes to ERR */
+	/* two at once: the first is still alone when it goes, the second is
+	 * not; one ACK completes both */
+	post_send(&s, 54, IBV_WR_SEND, OFF_SEND, sizeof(msg), 0, 0);
+	post_send(&s, 55, IBV_WR_SEND, OFF_SEND, sizeof(msg), 0, 0);
+	h = take_frame(s.f, &payload);
+	expect_req(&h, &s, SV_OP_SEND, psn + 2, sizeof(msg), SV_WF_LONE);
+	h = take_frame(s.f, &payload);
+	expect_req(&h, &s, SV_OP_SEND, psn + 3, sizeof(msg), 0);
+	expect_no_output(s.f);
+	deliver(&s, hdr(SV_OP_ACK, s.qp->qp_num, PEER_QPN, psn + 3), NULL, 0);
+	expect_send_wc(&s, 54, IBV_WC_SUCCESS, IBV_WC_SEND, sizeof(msg));
+	expect_send_wc(&s, 55, IBV_WC_SUCCESS, IBV_WC_SEND, sizeof(msg));
+	expect_no_wc(&s);
+
+	/* SEND answered by a NAK REM_ACCESS: the WR fails, the QP goes to ERR.
+	 * Alone, but its predecessor was not: not LONE. */
 	post_send(&s, 53, IBV_WR_SEND, OFF_SEND, sizeof(msg), 0, 0);
 	h = take_frame(s.f, &payload);
-	expect_req(&h, &s, SV_OP_SEND, psn + 2, sizeof(msg));
+	expect_req(&h, &s, SV_OP_SEND, psn + 4, sizeof(msg), 0);
 	expect_no_output(s.f);
-	h = hdr(SV_OP_NAK, s.qp->qp_num, PEER_QPN, psn + 2);
+	h = hdr(SV_OP_NAK, s.qp->qp_num, PEER_QPN, psn + 4);
 	h.imm = SV_NAK_REM_ACCESS;
 	deliver(&s, h, NULL, 0);
 	expect_send_wc(&s, 53, IBV_WC_REM_ACCESS_ERR, IBV_WC_SEND, 0);
