@@ -249,10 +249,14 @@ static bool one_at_a_time(const struct sv_conn *c)
 	return __atomic_load_n(&c->qc->ack_streak, __ATOMIC_RELAXED) >= SV_ACK_STREAK;
 }
 
+/* ... and an inbound channel no request has come on yet (the requester's
+ * own, while it READs from a passive peer): there is nothing for the
+ * progress thread to serve, and a first request finds the poller. */
 static bool spin_takes(const struct sv_conn *c)
 {
 	return one_at_a_time(c) ||
-	       (!c->outbound && __atomic_load_n(&c->qc->rx_completes, __ATOMIC_RELAXED));
+	       (!c->outbound && (__atomic_load_n(&c->qc->rx_completes, __ATOMIC_RELAXED) ||
+				 !__atomic_load_n(&c->qc->rx_requested, __ATOMIC_RELAXED)));
 }
 
 /* Take the CQ's channels (on) or give them back.  All or none: while the
@@ -329,17 +333,31 @@ void sv_engine_spin_start(struct sv_node *node, struct sv_cq *cq)
 		sv_node_spin_watch(node);
 }
 
-/* Is a ping-pong steady on one of the CQ's channels (engine/xmit.c)? */
+/* Input only for requests of ours, one at a time: responses, and no
+ * request of the peer's has come (READs from a passive peer). */
+static bool only_ours(const struct sv_conn *c)
+{
+	if (c->outbound)
+		return __atomic_load_n(&c->qc->tx_since_rx, __ATOMIC_RELAXED) <= 1;
+	return !__atomic_load_n(&c->qc->rx_requested, __ATOMIC_RELAXED);
+}
+
+/* Is a ping-pong steady on one of the CQ's channels (engine/xmit.c), or
+ * does all their input answer our own requests?  Then the spin stays when
+ * a poll finds completions: what comes while the application is away is
+ * what it will poll for. */
 static bool cq_pingpong(struct sv_cq *cq)
 {
-	bool steady = false;
+	bool steady = false, ours = true;
 
 	pthread_mutex_lock(&cq->drive_lock);
-	for (uint32_t i = 0; i < cq->nsocks && !steady; i++)
+	for (uint32_t i = 0; i < cq->nsocks && !steady; i++) {
 		steady = __atomic_load_n(&cq->socks[i]->qc->ack_streak, __ATOMIC_RELAXED) >=
 			 SV_ACK_STREAK;
+		ours = ours && only_ours(cq->socks[i]);
+	}
 	pthread_mutex_unlock(&cq->drive_lock);
-	return steady;
+	return steady || ours;
 }
 
 void sv_engine_spin_found(struct sv_node *node, struct sv_cq *cq)

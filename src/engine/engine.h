@@ -131,6 +131,7 @@ struct sv_qpchan {
 	struct sv_cq *drive_cq2;     /* TCP: the other CQ of the QP */
 	/* read by spinning pollers without the QP lock (drive.c) */
 	bool rx_completes;           /* inbound: its last request completed a receive */
+	bool rx_requested;           /* inbound: a request came (resp.c) */
 	uint32_t tx_since_rx;        /* outbound: requests written since the last response */
 
 	/* receive machine */

@@ -708,6 +708,8 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 	if (!qp->rctx.drop && sv_qp_is_rc(qp))
 		qp->epsn = (qp->epsn + 1) & 0xffffff;
 	/* spinning pollers wait for requests that complete receives only */
+	if (!c->qc->rx_requested)
+		__atomic_store_n(&c->qc->rx_requested, true, __ATOMIC_RELAXED);
 	if (c->qc->rx_completes != qp->rctx.have_wqe)
 		__atomic_store_n(&c->qc->rx_completes, qp->rctx.have_wqe, __ATOMIC_RELAXED);
 	if (qp->rctx.ack && !(sv_opinfo[h->opcode].flags & (SV_OPF_ATOMIC)) &&
