@@ -81,6 +81,11 @@ void sv_engine_stop_polling(struct sv_cq *cq);
  * same-host peers wake it directly from now on; what came before is taken
  * now (it may fire the event). */
 void sv_engine_cq_sleep(struct sv_node *node, struct sv_cq *cq);
+/* A thread sleeps for armed `cq`'s event on the descriptor returned (-1:
+ * none), where its TCP channels' input wakes it rather than the progress
+ * thread; it serves that input with sv_engine_drive and gives them back. */
+int sv_engine_sleep_take(struct sv_cq *cq);
+void sv_engine_sleep_give(struct sv_cq *cq);
 /* `cq`'s event fired: its sleeper is awake, and a peer that still woke it
  * would leave the channel readable with no event. */
 void sv_engine_cq_fired(struct sv_cq *cq);

@@ -118,8 +118,12 @@ static void conns_free(struct sv_conn **v)
  * One missing (no memory) is simply never taken. */
 static void socks_add(struct sv_cq *cq, struct sv_conn *c)
 {
-	if (conns_add(&cq->socks, &cq->nsocks, &cq->socks_cap, c) && cq->spinning)
+	if (!conns_add(&cq->socks, &cq->nsocks, &cq->socks_cap, c))
+		return;
+	if (cq->spinning)
 		sv_conn_spin_off(c, true);   /* a poll decides soon whether it stays taken */
+	if (cq->sleepers)
+		sv_conn_spin_off(c, true);
 }
 
 /* A ring channel: looked at by each poll while the CQ has few, on the
@@ -195,8 +199,12 @@ static void forget_in(struct sv_conn *c, struct sv_cq *cq)
 	pthread_mutex_lock(&cq->drive_lock);
 	if (conns_del(cq->rings, &cq->nrings, c))
 		conns_del(cq->scan, &cq->nscan, c);
-	if (conns_del(cq->socks, &cq->nsocks, c) && cq->spinning)
-		sv_conn_spin_off(c, false);  /* the progress thread serves it again */
+	if (conns_del(cq->socks, &cq->nsocks, c)) {
+		if (cq->spinning)
+			sv_conn_spin_off(c, false);  /* the progress thread serves it again */
+		if (cq->sleepers)
+			sv_conn_spin_off(c, false);
+	}
 	if (cq->hot == c)
 		__atomic_store_n(&cq->hot, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&cq->drive_lock);
@@ -695,6 +703,36 @@ void sv_engine_cq_fired(struct sv_cq *cq)
 	if (__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE) &&
 	    __atomic_load_n(&cq->rings_armed, __ATOMIC_RELAXED))
 		rings_arm(cq, false);
+}
+
+/*
+ * A thread about to sleep in ibv_get_cq_event for armed `cq` takes its TCP
+ * channels as a spinning poller does, all of them: their input wakes it,
+ * and it serves that itself (sv_engine_drive), where the progress thread
+ * was woken first and then woke it: two wake-ups per message across hosts.
+ * Unlike a spin it needs no tick (no poll goes stale): the sleeper gives
+ * them back when it wakes.  Returns the descriptor to wait on (the CQ's
+ * epoll set), or -1: no TCP channel.
+ */
+int sv_engine_sleep_take(struct sv_cq *cq)
+{
+	if (!__atomic_load_n(&cq->nsocks, __ATOMIC_ACQUIRE))
+		return -1;
+	pthread_mutex_lock(&cq->drive_lock);
+	if (cq->sleepers++ == 0)
+		for (uint32_t i = 0; i < cq->nsocks; i++)
+			sv_conn_spin_off(cq->socks[i], true);
+	pthread_mutex_unlock(&cq->drive_lock);
+	return cq->drive_fd;
+}
+
+void sv_engine_sleep_give(struct sv_cq *cq)
+{
+	pthread_mutex_lock(&cq->drive_lock);
+	if (--cq->sleepers == 0)
+		for (uint32_t i = 0; i < cq->nsocks; i++)
+			sv_conn_spin_off(cq->socks[i], false);
+	pthread_mutex_unlock(&cq->drive_lock);
 }
 
 void sv_engine_cq_sleep(struct sv_node *node, struct sv_cq *cq)

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -75,4 +76,37 @@ void sv_evfd_resync(struct sv_evfd *e, bool queued)
 	e->set = false;
 	if (queued)
 		sv_evfd_set(e);
+}
+
+bool sv_evfd_blocking(const struct sv_evfd *e)
+{
+	int flags = fcntl(e->fd, F_GETFL);
+
+	return flags >= 0 && !(flags & O_NONBLOCK);
+}
+
+/* Would the kernel have restarted a read that a signal interrupted?  Only
+ * if the handler that ran asked for it; which one ran is unknown here, so
+ * only if every installed handler did. */
+static bool handlers_restart(void)
+{
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL &&
+		    sa.sa_handler != SIG_IGN && !(sa.sa_flags & SA_RESTART))
+			return false;
+	}
+	return true;
+}
+
+bool sv_evfd_wait_or(struct sv_evfd *e, struct pollfd *p, int n)
+{
+	p[n] = (struct pollfd){ .fd = e->fd, .events = POLLIN };
+	for (;;) {
+		if (poll(p, (nfds_t)n + 1, -1) > 0)
+			return true;
+		if (errno != EINTR || !handlers_restart())
+			return false;
+	}
 }

@@ -11,6 +11,7 @@
 #ifndef SV_UTIL_EVFD_H
 #define SV_UTIL_EVFD_H
 
+#include <poll.h>
 #include <stdbool.h>
 
 struct sv_evfd {
@@ -28,5 +29,13 @@ bool sv_evfd_wait(struct sv_evfd *e);
  * until set again.  The caller then calls sv_evfd_resync under its lock. */
 bool sv_evfd_take(struct sv_evfd *e);
 void sv_evfd_resync(struct sv_evfd *e, bool queued);
+/* Is the fd blocking (the application may make it non-blocking)? */
+bool sv_evfd_blocking(const struct sv_evfd *e);
+/* For a blocking fd: wait until it or one of the `n` descriptors of `p`
+ * is readable; p[n] is filled in with the fd, and every revents tells.
+ * False with errno EINTR if a signal handler without SA_RESTART ran (a
+ * poll is never restarted as a read is; with none installed it is
+ * restarted here), or poll's own errno. */
+bool sv_evfd_wait_or(struct sv_evfd *e, struct pollfd *p, int n);
 
 #endif

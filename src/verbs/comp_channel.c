@@ -7,6 +7,8 @@
 #include "engine/api.h"
 #include "verbs/sv.h"
 
+#define SV_SLEEP_CQS 16      /* armed CQs a sleeper looks after */
+
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
 	struct sv_comp_channel *ch = calloc(1, sizeof(*ch));
@@ -109,13 +111,9 @@ static struct sv_cq *next_event(struct sv_comp_channel *ch)
 	return scq;
 }
 
-/* About to sleep: the armed CQs' same-host peers wake us from now on, and
- * what they sent before is taken here (a direct wake-up queues nothing:
- * the woken thread makes the completion itself). */
-static void sleep_on(struct sv_comp_channel *ch)
+/* The channel's armed CQs, at most `max`. */
+static int armed_cqs(struct sv_comp_channel *ch, struct sv_cq **armed, int max)
 {
-	struct sv_node *node = to_sctx(ch->ibch.context)->node;
-	struct sv_cq *armed[16];
 	struct sv_list *pos, *tmp;
 	int n = 0;
 
@@ -123,34 +121,120 @@ static void sleep_on(struct sv_comp_channel *ch)
 	sv_list_for_each_safe(pos, tmp, &ch->cqs) {
 		struct sv_cq *cq = sv_container_of(pos, struct sv_cq, chan_link);
 
-		if (n < 16 && (__atomic_load_n(&cq->armed, __ATOMIC_RELAXED) ||
-			       __atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED)))
+		if (n < max && (__atomic_load_n(&cq->armed, __ATOMIC_RELAXED) ||
+				__atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED)))
 			armed[n++] = cq;
 	}
 	pthread_mutex_unlock(&ch->lock);
-	/* (a CQ is not destroyed while a thread waits on its channel) */
+	return n;
+}
+
+/* About to sleep: the armed CQs' same-host peers wake us from now on, and
+ * what they sent before is taken here (a direct wake-up queues nothing:
+ * the woken thread makes the completion itself).  (A CQ is not destroyed
+ * while a thread waits on its channel.) */
+static void sleep_on(struct sv_node *node, struct sv_cq **armed, int n)
+{
 	for (int i = 0; i < n; i++)
 		sv_engine_cq_sleep(node, armed[i]);
+}
+
+/* What a sleeper took: armed CQs whose TCP channels' input wakes it
+ * (sv_engine_sleep_take), held until it returns, so that input arriving
+ * while it serves other input still finds it, not the progress thread. */
+struct sleeper {
+	struct sv_cq *took[SV_SLEEP_CQS];
+	struct pollfd p[SV_SLEEP_CQS + 1];
+	int k;
+	bool blocking_known, blocking;
+};
+
+/* Take the armed CQs with TCP channels not taken yet, if the fd blocks
+ * (asked once, and only if there are such CQs: same-host ones have none). */
+static void sleeper_take(struct sleeper *sl, struct sv_comp_channel *ch, struct sv_cq **armed,
+			 int n)
+{
+	for (int i = 0; i < n && sl->k < SV_SLEEP_CQS; i++) {
+		bool have = false;
+		int fd;
+
+		for (int j = 0; j < sl->k && !have; j++)
+			have = sl->took[j] == armed[i];
+		if (have || !__atomic_load_n(&armed[i]->nsocks, __ATOMIC_RELAXED))
+			continue;
+		if (!sl->blocking_known) {
+			sl->blocking = sv_evfd_blocking(&ch->ev);
+			sl->blocking_known = true;
+		}
+		if (!sl->blocking || (fd = sv_engine_sleep_take(armed[i])) < 0)
+			continue;
+		sl->took[sl->k] = armed[i];
+		sl->p[sl->k++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	}
+}
+
+static void sleeper_give(struct sleeper *sl)
+{
+	for (int i = 0; i < sl->k; i++)
+		sv_engine_sleep_give(sl->took[i]);
+	sl->k = 0;
+}
+
+/* Sleep on the taken CQs' channels and on the channel itself (taken only
+ * for a blocking fd).  1: their input woke us and was served (look for an
+ * event again); 0: nothing taken, or the channel itself became readable
+ * (take it as before); -1: interrupted. */
+static int sleeper_wait(struct sleeper *sl, struct sv_comp_channel *ch, struct sv_node *node)
+{
+	if (!sl->k)
+		return 0;
+	if (!sv_evfd_wait_or(&ch->ev, sl->p, sl->k))
+		return -1;
+	if (sl->p[sl->k].revents)
+		return 0;
+	for (int i = 0; i < sl->k; i++) {
+		struct sv_cq *cq = sl->took[i];
+
+		if (!sl->p[i].revents)
+			continue;
+		sv_engine_drive(node, cq);
+		/* still armed: we sleep again, not poll (the drive stamped) */
+		if (__atomic_load_n(&cq->armed, __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED))
+			sv_engine_stop_polling(cq);
+	}
+	return 1;
 }
 
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
 	struct sv_comp_channel *ch = to_sch(channel);
-	struct sv_cq *scq;
+	struct sv_node *node = to_sctx(channel->context)->node;
+	struct sv_cq *scq, *armed[SV_SLEEP_CQS];
+	struct sleeper sl = { .k = 0, .blocking_known = false };
+	int n, r;
 
-	sv_engine_release_all_acks(to_sctx(channel->context)->node);
+	sv_engine_release_all_acks(node);
 	for (;;) {
 		if ((scq = next_event(ch)))
 			break;
-		sleep_on(ch);
+		n = armed_cqs(ch, armed, SV_SLEEP_CQS);
+		sleep_on(node, armed, n);
 		if ((scq = next_event(ch)))
 			break;
-		if (!sv_evfd_take(&ch->ev))
+		sleeper_take(&sl, ch, armed, n);
+		r = sleeper_wait(&sl, ch, node);
+		if (r > 0)
+			continue;
+		if (r < 0 || !sv_evfd_take(&ch->ev)) {
+			sleeper_give(&sl);
 			return -1;          /* EAGAIN (non-blocking fd) or EINTR */
+		}
 		pthread_mutex_lock(&ch->lock);
 		sv_evfd_resync(&ch->ev, !sv_list_empty(&ch->fired));
 		pthread_mutex_unlock(&ch->lock);
 	}
+	sleeper_give(&sl);
 	*cq = (struct ibv_cq *)&scq->ibcq;
 	*cq_context = scq->ibcq.cq_context;
 	return 0;

@@ -211,6 +211,7 @@ struct sv_cq {
 	struct sv_conn **socks;
 	uint32_t nsocks, socks_cap;
 	bool spinning;
+	int sleepers;                /* threads asleep for its event that took them (drive_lock) */
 	struct sv_conn *hot;         /* the one a spinning poller reads first (drive_lock) */
 	uint32_t hot_polls;          /* polls that read it without asking epoll */
 	bool acks_held;              /* a channel here may hold an ACK (engine/xmit.c) */
