@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "util/evfd.h"
+#include "util/time.h"
 
 int sv_evfd_init(struct sv_evfd *e)
 {
@@ -98,6 +99,24 @@ static bool handlers_restart(void)
 			return false;
 	}
 	return true;
+}
+
+/* handlers_restart, looked at again at most once a second: the sleeper
+ * asks before every wait.  A handler installed since shows at the EINTR
+ * it causes (sv_evfd_wait_or looks afresh then). */
+#define SV_SIGNALS_LOOK_NS (1000 * 1000 * 1000ull)
+
+bool sv_evfd_signals_restart(void)
+{
+	static uint64_t looked;          /* ns, 0: never */
+	static bool all;
+	uint64_t now = sv_now_ns(), last = __atomic_load_n(&looked, __ATOMIC_RELAXED);
+
+	if (!last || now - last > SV_SIGNALS_LOOK_NS) {
+		__atomic_store_n(&all, handlers_restart(), __ATOMIC_RELAXED);
+		__atomic_store_n(&looked, now, __ATOMIC_RELAXED);
+	}
+	return __atomic_load_n(&all, __ATOMIC_RELAXED);
 }
 
 bool sv_evfd_wait_or(struct sv_evfd *e, struct pollfd *p, int n)

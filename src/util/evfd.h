@@ -31,11 +31,14 @@ bool sv_evfd_take(struct sv_evfd *e);
 void sv_evfd_resync(struct sv_evfd *e, bool queued);
 /* Is the fd blocking (the application may make it non-blocking)? */
 bool sv_evfd_blocking(const struct sv_evfd *e);
+/* Does every installed signal handler ask for SA_RESTART?  Only then may
+ * a wait use sv_evfd_wait_or: the kernel restarts an interrupted read for
+ * those, never a poll, and which handler ran is unknown.  (Cached.) */
+bool sv_evfd_signals_restart(void);
 /* For a blocking fd: wait until it or one of the `n` descriptors of `p`
  * is readable; p[n] is filled in with the fd, and every revents tells.
- * False with errno EINTR if a signal handler without SA_RESTART ran (a
- * poll is never restarted as a read is; with none installed it is
- * restarted here), or poll's own errno. */
+ * A signal restarts the wait while every handler asks for SA_RESTART;
+ * else false with errno EINTR (or poll's own errno). */
 bool sv_evfd_wait_or(struct sv_evfd *e, struct pollfd *p, int n);
 
 #endif

@@ -149,8 +149,9 @@ struct sleeper {
 	bool blocking_known, blocking;
 };
 
-/* Take the armed CQs with TCP channels not taken yet, if the fd blocks
- * (asked once, and only if there are such CQs: same-host ones have none). */
+/* Take the armed CQs with TCP channels not taken yet, if the fd blocks and
+ * a signal would end a poll as it would end a read (sv_evfd_wait_or);
+ * asked once, and only if there are such CQs (same-host ones have none). */
 static void sleeper_take(struct sleeper *sl, struct sv_comp_channel *ch, struct sv_cq **armed,
 			 int n)
 {
@@ -163,7 +164,7 @@ static void sleeper_take(struct sleeper *sl, struct sv_comp_channel *ch, struct 
 		if (have || !__atomic_load_n(&armed[i]->nsocks, __ATOMIC_RELAXED))
 			continue;
 		if (!sl->blocking_known) {
-			sl->blocking = sv_evfd_blocking(&ch->ev);
+			sl->blocking = sv_evfd_blocking(&ch->ev) && sv_evfd_signals_restart();
 			sl->blocking_known = true;
 		}
 		if (!sl->blocking || (fd = sv_engine_sleep_take(armed[i])) < 0)
