@@ -15,9 +15,12 @@
  *     ring writers skip the doorbell (shm/ringchan.c reads the stamp).
  *   - A poller that finds nothing may spin: it takes the CQ's TCP channels
  *     from the progress thread (sv_engine_spin_start); a poll that finds
- *     work, an armed CQ or a destroyed one give them back.  While any CQ
- *     spins the progress thread ticks (up->spin_tick) and ends the spins
- *     nobody polls any more.
+ *     work (unless a ping-pong is steady or all their input answers our
+ *     own requests: cq_pingpong), an armed CQ or a destroyed one give
+ *     them back.  While any CQ spins the progress thread ticks
+ *     (up->spin_tick) and ends the spins nobody polls any more.
+ *   - A thread asleep for an armed CQ's event takes all its TCP channels
+ *     until it returns (sv_engine_sleep_take; verbs/comp_channel.c).
  *   - ACKs held for a request to carry (xmit.c) go on an empty poll (but
  *     not the first after a poll that found completions: a draining
  *     loop's), an armed CQ, or any slower verb (sv_engine_release_all_acks).
@@ -235,10 +238,12 @@ void sv_engine_drive_forget(struct sv_conn *c)
  * when the CQ is armed for an event, or when the CQ has not been polled
  * for SV_SPIN_STALE_NS (the progress thread checks every millisecond while
  * any CQ spins): input that arrived meanwhile then wakes it at once (epoll
- * is level-triggered).  In a steady ping-pong (engine/xmit.c) a poll that
- * returns completions keeps the spin while the poller still takes every
- * channel: the application comes back at once, and ending and starting the
- * spin cost two epoll_ctl per channel per message (veth ib_send_lat).
+ * is level-triggered).  In a steady ping-pong (engine/xmit.c), or while all
+ * the channels' input answers one request of ours at a time (only_ours), a
+ * poll that returns completions keeps the spin while the poller still takes
+ * every channel: the application comes back at once, and ending and
+ * starting the spin cost two epoll_ctl per channel per message (veth
+ * ib_send_lat, ib_read_lat).
  */
 #define SV_SPIN_STALE_NS (200 * 1000ull)
 

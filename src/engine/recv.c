@@ -691,11 +691,12 @@ static bool lock_or_defer(struct sv_conn *c, struct sv_qp *qp, uint32_t *events)
  */
 #define SV_BUSY_GAP_MAX_NS (200 * 1000ull)
 
+/* (QP lock held: the CQ poller_active reads is the QP's) */
 static void maybe_busy_poll(struct sv_conn *c)
 {
 	uint64_t now = sv_now_ns(), gap = now - c->qc->rx_lone_ns;
 
-	c->qc->rx_lone_ns = now;     /* (only the progress thread uses it) */
+	c->qc->rx_lone_ns = now;
 	if (gap <= SV_BUSY_GAP_MAX_NS && !(c->caps & SV_CAP_MAPPED) && !sv_engine_poller_active(c, now))
 		sv_node_busy_poll(c->node, sv_busy_poll_ns());
 }
@@ -703,7 +704,6 @@ static void maybe_busy_poll(struct sv_conn *c)
 void sv_engine_on_conn(struct sv_conn *c, uint32_t events)
 {
 	struct sv_qp *qp = c->qc->qp;
-	bool lone;
 
 	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE))
 		return;
@@ -719,10 +719,9 @@ void sv_engine_on_conn(struct sv_conn *c, uint32_t events)
 		return;
 	c->qc->rx_lone = false;
 	conn_serve(c, events);
-	lone = c->qc->rx_lone;
-	pthread_mutex_unlock(&qp->lock);
-	if (lone)
+	if (c->qc->rx_lone)
 		maybe_busy_poll(c);
+	pthread_mutex_unlock(&qp->lock);
 }
 
 /* Serve what the progress thread left to the holder of the QP's lock.

@@ -247,6 +247,8 @@ static bool rd_window_full(struct sv_qp *qp, uint32_t rd_max)
  * target may poll for the next (engine/recv.c). */
 static void mark_lone(struct sv_qp *qp, struct sv_txframe *f)
 {
+	if (!sv_qp_is_rc(qp))
+		return;          /* UC completes at the post: nothing waits */
 	if (qp->sq.head != qp->sq.next || qp->sq.next + 1 != qp->sq.tail) {
 		qp->lone_run = 0;
 		return;

@@ -86,6 +86,15 @@ bool sv_evfd_blocking(const struct sv_evfd *e)
 	return flags >= 0 && !(flags & O_NONBLOCK);
 }
 
+/* A fault's signal comes from the thread's own instruction, never to a
+ * thread asleep in a system call: crash handlers (the sanitizers', MPI's)
+ * do not count. */
+static bool from_fault(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+	       sig == SIGTRAP || sig == SIGSYS;
+}
+
 /* Would the kernel have restarted a read that a signal interrupted?  Only
  * if the handler that ran asked for it; which one ran is unknown here, so
  * only if every installed handler did. */
@@ -94,7 +103,7 @@ static bool handlers_restart(void)
 	for (int sig = 1; sig < NSIG; sig++) {
 		struct sigaction sa;
 
-		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL &&
+		if (!from_fault(sig) && sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL &&
 		    sa.sa_handler != SIG_IGN && !(sa.sa_flags & SA_RESTART))
 			return false;
 	}

@@ -8,6 +8,7 @@
 #include "verbs/sv.h"
 
 #define SV_SLEEP_CQS 16      /* armed CQs a sleeper looks after */
+#define SV_SLEEP_WAKES 64    /* wake-ups by their input in one wait before it lets go */
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
@@ -111,7 +112,19 @@ static struct sv_cq *next_event(struct sv_comp_channel *ch)
 	return scq;
 }
 
-/* The channel's armed CQs, at most `max`. */
+/*
+ * A sleeper holds pointers to the channel's CQs while it sleeps: each one
+ * pinned (sleep_pins), taken under the channel's lock while the CQ is on
+ * its list.  ibv_destroy_cq takes the CQ off the list, then wakes the
+ * sleepers (the eventfd) until no pin is left (sv_channel_unpinned); a
+ * sleeper woken through the eventfd lets go of every CQ it holds.
+ */
+static void unpin(struct sv_cq *cq)
+{
+	__atomic_sub_fetch(&cq->sleep_pins, 1, __ATOMIC_RELEASE);
+}
+
+/* The channel's armed CQs, at most `max`, each pinned. */
 static int armed_cqs(struct sv_comp_channel *ch, struct sv_cq **armed, int max)
 {
 	struct sv_list *pos, *tmp;
@@ -122,11 +135,31 @@ static int armed_cqs(struct sv_comp_channel *ch, struct sv_cq **armed, int max)
 		struct sv_cq *cq = sv_container_of(pos, struct sv_cq, chan_link);
 
 		if (n < max && (__atomic_load_n(&cq->armed, __ATOMIC_RELAXED) ||
-				__atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED)))
+				__atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED))) {
+			__atomic_add_fetch(&cq->sleep_pins, 1, __ATOMIC_RELAXED);
 			armed[n++] = cq;
+		}
 	}
 	pthread_mutex_unlock(&ch->lock);
 	return n;
+}
+
+void sv_channel_unpinned(struct sv_cq *cq)
+{
+	struct sv_comp_channel *ch = to_sch(cq->ibcq.channel);
+	const uint64_t one = 1;
+
+	while (__atomic_load_n(&cq->sleep_pins, __ATOMIC_ACQUIRE)) {
+		if (write(ch->ev.fd, &one, sizeof(one)) < 0) {
+			/* (full counter: it is readable anyway) */
+		}
+		usleep(100);
+	}
+	/* what the wake-ups left readable: only the queue says */
+	pthread_mutex_lock(&ch->lock);
+	sv_evfd_clear(&ch->ev);
+	sv_evfd_resync(&ch->ev, !sv_list_empty(&ch->fired));
+	pthread_mutex_unlock(&ch->lock);
 }
 
 /* About to sleep: the armed CQs' same-host peers wake us from now on, and
@@ -143,10 +176,12 @@ static void sleep_on(struct sv_node *node, struct sv_cq **armed, int n)
  * (sv_engine_sleep_take), held until it returns, so that input arriving
  * while it serves other input still finds it, not the progress thread. */
 struct sleeper {
-	struct sv_cq *took[SV_SLEEP_CQS];
+	struct sv_cq *took[SV_SLEEP_CQS];    /* each pinned */
 	struct pollfd p[SV_SLEEP_CQS + 1];
 	int k;
+	int wakes;                          /* by their input, in this wait */
 	bool blocking_known, blocking;
+	bool gave_up;                       /* too many wakes: takes no more */
 };
 
 /* Take the armed CQs with TCP channels not taken yet, if the fd blocks and
@@ -155,44 +190,64 @@ struct sleeper {
 static void sleeper_take(struct sleeper *sl, struct sv_comp_channel *ch, struct sv_cq **armed,
 			 int n)
 {
-	for (int i = 0; i < n && sl->k < SV_SLEEP_CQS; i++) {
+	for (int i = 0; i < n; i++) {
 		bool have = false;
 		int fd;
 
 		for (int j = 0; j < sl->k && !have; j++)
 			have = sl->took[j] == armed[i];
-		if (have || !__atomic_load_n(&armed[i]->nsocks, __ATOMIC_RELAXED))
-			continue;
+		if (have || sl->k == SV_SLEEP_CQS || sl->gave_up ||
+		    !__atomic_load_n(&armed[i]->nsocks, __ATOMIC_RELAXED))
+			goto next;
 		if (!sl->blocking_known) {
 			sl->blocking = sv_evfd_blocking(&ch->ev) && sv_evfd_signals_restart();
 			sl->blocking_known = true;
 		}
 		if (!sl->blocking || (fd = sv_engine_sleep_take(armed[i])) < 0)
-			continue;
-		sl->took[sl->k] = armed[i];
+			goto next;
+		sl->took[sl->k] = armed[i];              /* keeps its pin */
 		sl->p[sl->k++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		continue;
+next:
+		unpin(armed[i]);
 	}
 }
 
 static void sleeper_give(struct sleeper *sl)
 {
-	for (int i = 0; i < sl->k; i++)
+	int err = errno;
+
+	for (int i = 0; i < sl->k; i++) {
 		sv_engine_sleep_give(sl->took[i]);
+		unpin(sl->took[i]);
+	}
 	sl->k = 0;
+	errno = err;
 }
 
 /* Sleep on the taken CQs' channels and on the channel itself (taken only
  * for a blocking fd).  1: their input woke us and was served (look for an
- * event again); 0: nothing taken, or the channel itself became readable
- * (take it as before); -1: interrupted. */
+ * event again); 0: nothing taken, or the channel itself became readable:
+ * everything is given back (a CQ's destroyer may be waiting) and the
+ * caller takes the fd as before; -1: interrupted. */
 static int sleeper_wait(struct sleeper *sl, struct sv_comp_channel *ch, struct sv_node *node)
 {
 	if (!sl->k)
 		return 0;
 	if (!sv_evfd_wait_or(&ch->ev, sl->p, sl->k))
 		return -1;
-	if (sl->p[sl->k].revents)
+	if (sl->p[sl->k].revents) {
+		sleeper_give(sl);
 		return 0;
+	}
+	/* Input that wakes us again and again and makes no event (a paused
+	 * channel, a QP lock held elsewhere, a CQ armed for solicited events
+	 * only): leave it to the progress thread for the rest of this wait. */
+	if (++sl->wakes > SV_SLEEP_WAKES) {
+		sleeper_give(sl);
+		sl->gave_up = true;
+		return 1;
+	}
 	for (int i = 0; i < sl->k; i++) {
 		struct sv_cq *cq = sl->took[i];
 
@@ -212,7 +267,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 	struct sv_comp_channel *ch = to_sch(channel);
 	struct sv_node *node = to_sctx(channel->context)->node;
 	struct sv_cq *scq, *armed[SV_SLEEP_CQS];
-	struct sleeper sl = { .k = 0, .blocking_known = false };
+	struct sleeper sl = { .k = 0, .wakes = 0, .blocking_known = false, .gave_up = false };
 	int n, r;
 
 	sv_engine_release_all_acks(node);
@@ -221,9 +276,12 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 			break;
 		n = armed_cqs(ch, armed, SV_SLEEP_CQS);
 		sleep_on(node, armed, n);
-		if ((scq = next_event(ch)))
+		if ((scq = next_event(ch))) {
+			for (int i = 0; i < n; i++)
+				unpin(armed[i]);
 			break;
-		sleeper_take(&sl, ch, armed, n);
+		}
+		sleeper_take(&sl, ch, armed, n);       /* takes over their pins */
 		r = sleeper_wait(&sl, ch, node);
 		if (r > 0)
 			continue;

@@ -438,6 +438,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 		sv_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->comp_events_completed,
 			      &cq->events_reported);
 		sv_channel_del(cq);
+		sv_channel_unpinned(cq);     /* no sleeper holds it any more */
 	}
 	sv_async_purge(ibcq->context, ibcq);
 	sv_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed,

@@ -212,6 +212,7 @@ struct sv_cq {
 	uint32_t nsocks, socks_cap;
 	bool spinning;
 	int sleepers;                /* threads asleep for its event that took them (drive_lock) */
+	int sleep_pins;              /* sleepers holding a pointer to it (comp_channel.c) */
 	struct sv_conn *hot;         /* the one a spinning poller reads first (drive_lock) */
 	uint32_t hot_polls;          /* polls that read it without asking epoll */
 	bool acks_held;              /* a channel here may hold an ACK (engine/xmit.c) */
@@ -617,6 +618,9 @@ void sv_channel_fire(struct sv_cq *cq);
 void sv_channel_add(struct sv_cq *cq);     /* a CQ of the channel is created */
 void sv_channel_del(struct sv_cq *cq);     /* ... or destroyed */
 void sv_channel_forget(struct sv_cq *cq);
+/* After sv_channel_del: returns once no thread asleep on the channel holds
+ * the CQ (it wakes them). */
+void sv_channel_unpinned(struct sv_cq *cq);
 
 /* cq.c */
 /* Add a completion (caller holds no CQ lock).  Returns false on overrun. */
