@@ -164,8 +164,7 @@ void sv_channel_unpinned(struct sv_cq *cq)
 
 /* About to sleep: the armed CQs' same-host peers wake us from now on, and
  * what they sent before is taken here (a direct wake-up queues nothing:
- * the woken thread makes the completion itself).  (A CQ is not destroyed
- * while a thread waits on its channel.) */
+ * the woken thread makes the completion itself).  (They are pinned.) */
 static void sleep_on(struct sv_node *node, struct sv_cq **armed, int n)
 {
 	for (int i = 0; i < n; i++)
