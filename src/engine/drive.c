@@ -117,6 +117,14 @@ static void conns_free(struct sv_conn **v)
 	}
 }
 
+/* Take all the CQ's TCP channels from the progress thread, or give them
+ * back: for a spin or for the sleepers (drive_lock held; each counts). */
+static void socks_spin_off(struct sv_cq *cq, bool off)
+{
+	for (uint32_t i = 0; i < cq->nsocks; i++)
+		sv_conn_spin_off(cq->socks[i], off);
+}
+
 /* The CQ's TCP channels, which its spinning pollers take (drive_lock held).
  * One missing (no memory) is simply never taken. */
 static void socks_add(struct sv_cq *cq, struct sv_conn *c)
@@ -283,8 +291,7 @@ static bool cq_spin(struct sv_node *node, struct sv_cq *cq, bool on)
 		on = spin_takes(cq->socks[i]);
 	if (cq->spinning != on) {
 		__atomic_store_n(&cq->spinning, on, __ATOMIC_RELAXED);
-		for (uint32_t i = 0; i < cq->nsocks; i++)
-			sv_conn_spin_off(cq->socks[i], on);
+		socks_spin_off(cq, on);
 		__atomic_add_fetch(&drv.spinning, on ? 1 : -1, __ATOMIC_SEQ_CST);
 		if (on)
 			__atomic_store_n(&drv.last_spin_ns, sv_now_ns(), __ATOMIC_RELAXED);
@@ -350,9 +357,7 @@ void sv_engine_spin_start(struct sv_node *node, struct sv_cq *cq)
  * request of the peer's has come (READs from a passive peer). */
 static bool only_ours(const struct sv_conn *c)
 {
-	if (c->outbound)
-		return __atomic_load_n(&c->qc->tx_since_rx, __ATOMIC_RELAXED) <= 1;
-	return !__atomic_load_n(&c->qc->rx_requested, __ATOMIC_RELAXED);
+	return c->outbound ? one_at_a_time(c) : !__atomic_load_n(&c->qc->rx_requested, __ATOMIC_RELAXED);
 }
 
 /* Is a ping-pong steady on one of the CQ's channels (engine/xmit.c), or
@@ -725,8 +730,7 @@ int sv_engine_sleep_take(struct sv_cq *cq)
 		return -1;
 	pthread_mutex_lock(&cq->drive_lock);
 	if (cq->sleepers++ == 0)
-		for (uint32_t i = 0; i < cq->nsocks; i++)
-			sv_conn_spin_off(cq->socks[i], true);
+		socks_spin_off(cq, true);
 	pthread_mutex_unlock(&cq->drive_lock);
 	return cq->drive_fd;
 }
@@ -735,8 +739,7 @@ void sv_engine_sleep_give(struct sv_cq *cq)
 {
 	pthread_mutex_lock(&cq->drive_lock);
 	if (--cq->sleepers == 0)
-		for (uint32_t i = 0; i < cq->nsocks; i++)
-			sv_conn_spin_off(cq->socks[i], false);
+		socks_spin_off(cq, false);
 	pthread_mutex_unlock(&cq->drive_lock);
 }
 

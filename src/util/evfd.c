@@ -37,15 +37,22 @@ void sv_evfd_clear(struct sv_evfd *e)
 	e->set = false;
 }
 
+/* (if fcntl fails, as blocking: a wait then reads) */
+bool sv_evfd_blocking(const struct sv_evfd *e)
+{
+	int flags = fcntl(e->fd, F_GETFL);
+
+	return flags < 0 || !(flags & O_NONBLOCK);
+}
+
 /* Wait until readable (a non-blocking fd: only look); with `take`, the
  * counter is taken, else it stays as it was. */
 static bool wait_readable(struct sv_evfd *e, bool take)
 {
 	struct pollfd p = { .fd = e->fd, .events = POLLIN };
-	int flags = fcntl(e->fd, F_GETFL);
 	uint64_t v;
 
-	if (flags >= 0 && (flags & O_NONBLOCK)) {
+	if (!sv_evfd_blocking(e)) {
 		if (poll(&p, 1, 0) != 1) {
 			errno = EAGAIN;
 			return false;
@@ -79,12 +86,6 @@ void sv_evfd_resync(struct sv_evfd *e, bool queued)
 		sv_evfd_set(e);
 }
 
-bool sv_evfd_blocking(const struct sv_evfd *e)
-{
-	int flags = fcntl(e->fd, F_GETFL);
-
-	return flags >= 0 && !(flags & O_NONBLOCK);
-}
 
 /* A fault's signal comes from the thread's own instruction, never to a
  * thread asleep in a system call: crash handlers (the sanitizers', MPI's)
