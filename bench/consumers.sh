@@ -9,9 +9,14 @@
 # machine's eventfd ping-pong (machine.sh: shm/host/eventfd_lat), one
 # wake-up per message.  libfabric's verbs provider:
 #   fi_rdm, fi_msg   fi_pingpong -p verbs -e rdm (ofi_rxm over RC) and -e msg:
-#                    usec/xfer (one-way, the mean) of 100,000 transfers: rxm
-#                    connects and fills its buffer pools on the first one,
-#                    inside the timed loop (tens of ms on this VM)
+#                    the one-way latency of a transfer once connected.
+#                    fi_pingpong's clock starts before the first transfer,
+#                    on which rxm connects and fills two 16 MiB buffer pools
+#                    (about 40 ms here: 0.2 us of each of 100,000 transfers),
+#                    so each runs twice, FI_SHORT and FI_LONG transfers:
+#                    (T_long - T_short) / (2 (FI_LONG - FI_SHORT)), T = its
+#                    usec/xfer x 2 x transfers; fi_EP_setup is what the short
+#                    run took beyond its transfers (ms)
 #   fi_dgram         fi_pingpong -p verbs -e dgram (UD), the same way
 # Sourced by run.sh (needs lib.sh).
 # Sourced: SRV and CLI are bench_pair's.
@@ -62,11 +67,40 @@ ev_qperf() {
   consumer_row sv/host/qperf_rc_lat/8 qperf qperf qperf_us
 }
 
-fi_verbs() {  # EP (rdm|msg|dgram)
+FI_SHORT=20
+FI_LONG=100000
+
+# One fi_pingpong run of N transfers: FI_US its usec/xfer (else PAIR_ERR).
+fi_run() {  # EP N
+  FI_US=""
   bench_next_port
-  SRV=(env "LD_LIBRARY_PATH=$SV_LIB" fi_pingpong -p verbs -e "$1" -I 100000 -S 8 -B "$PORT")
-  CLI=(env "LD_LIBRARY_PATH=$SV_LIB" fi_pingpong -p verbs -e "$1" -I 100000 -S 8 -P "$PORT" 127.0.0.1)
-  consumer_row "sv/host/fi_$1/8" fi_pingpong libfabric-bin fi_lat
+  SRV=(env "LD_LIBRARY_PATH=$SV_LIB" fi_pingpong -p verbs -e "$1" -I "$2" -S 8 -B "$PORT")
+  CLI=(env "LD_LIBRARY_PATH=$SV_LIB" fi_pingpong -p verbs -e "$1" -I "$2" -S 8 -P "$PORT" 127.0.0.1)
+  bench_pair "fi_$1_$2" "" "" "$PORT" 30 || return 1
+  FI_US=$(fi_lat "$PAIR_OUT")
+  [[ -n $FI_US ]] || PAIR_ERR="no result in the client's output"
+  [[ -n $FI_US ]]
+}
+
+fi_verbs() {  # EP (rdm|msg|dgram)
+  local key=sv/host/fi_$1/8 short
+  if ! command -v fi_pingpong >/dev/null; then
+    bench_fail "$key" us "fi_pingpong not installed (Debian package libfabric-bin)"
+    return
+  fi
+  if ! fi_run "$1" "$FI_SHORT"; then
+    bench_fail "$key" us "$FI_SHORT transfers: $PAIR_ERR"
+    return
+  fi
+  short=$FI_US
+  if ! fi_run "$1" "$FI_LONG"; then
+    bench_fail "$key" us "$FI_LONG transfers: $PAIR_ERR"
+    return
+  fi
+  bench_rec "$key" us "$(awk -v s="$short" -v l="$FI_US" -v ns="$FI_SHORT" -v nl="$FI_LONG" \
+    'BEGIN { printf "%.3f", (l * nl - s * ns) / (nl - ns) }')"
+  bench_rec "sv/host/fi_$1_setup/8" ms "$(awk -v s="$short" -v l="$FI_US" -v ns="$FI_SHORT" -v nl="$FI_LONG" \
+    'BEGIN { per = (l * nl - s * ns) / (nl - ns); printf "%.2f", 2 * ns * (s - per) / 1000 }')"
 }
 
 # One repetition of these programs.

@@ -220,7 +220,7 @@ bench_versions() {
 pt_rows() {
   local where test size
   for where in host veth; do
-    for test in send_lat send_lat_ev send_lat_ud send_ud_rate rc_pingpong_ev qperf_rc_lat fi_rdm fi_msg fi_dgram write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
+    for test in send_lat send_lat_ev send_lat_ud send_ud_rate rc_pingpong_ev qperf_rc_lat fi_rdm fi_rdm_setup fi_msg fi_msg_setup fi_dgram fi_dgram_setup write_lat read_lat send_bw write_bw read_bw send_rate write_rate read_rate; do
       for size in 8 64 4096 65536 1048576; do echo "$where $test $size"; done
     done
   done
@@ -228,13 +228,15 @@ pt_rows() {
 
 # A perftest row's name for people.
 pt_name() {  # TEST
+  local t
   case $1 in
     send_ud_rate) echo "ib_send_bw -c UD msg rate" ;;
     *_ud) echo "ib_${1%_ud} -c UD" ;;
     *_rate) echo "ib_${1%_rate}_bw msg rate" ;;
     rc_pingpong_ev) echo "ibv_rc_pingpong -e" ;;
     qperf_rc_lat) echo "qperf rc_lat" ;;
-    fi_rdm|fi_msg|fi_dgram) echo "fi_pingpong -p verbs -e ${1#fi_}" ;;
+    fi_rdm|fi_msg|fi_dgram) echo "fi_pingpong -p verbs -e ${1#fi_}, connected" ;;
+    fi_*_setup) t=${1#fi_}; echo "fi_pingpong -p verbs -e ${t%_setup}: its clock before the first transfer" ;;
     *_ev) echo "ib_${1%_ev} -e" ;;
     *) echo "ib_$1" ;;
   esac
@@ -306,7 +308,7 @@ bench_report() {  # OUT.md
     echo "- $BENCH_REPS_DONE of $BENCH_REPS repetitions, interleaved (each repetition runs every tool once);" \
          "values are medians over the repetitions of what each tool reports" \
          "(latency: perftest t_typical and UCX 50th percentile, both medians of a run;" \
-         "fi_pingpong the run's mean). Latencies are one-way except ib_read_lat (a READ round trip)." \
+         "fi_pingpong the run's mean; -p verbs rows once connected, from two runs). Latencies are one-way except ib_read_lat (a READ round trip)." \
          "MiB/s = 2^20 bytes per second (perftest's and UCX's MB/s)."
     echo "- Duration: $(( $(date +%s) - BENCH_START )) s; logs in \`$BENCH_WORK\` (samples.tsv, medians.tsv, timings.tsv, logs/)"
     if [[ ${BENCH_VETH_RAN:-0} != 1 ]]; then
@@ -348,9 +350,9 @@ bench_report() {  # OUT.md
       target "veth ib_${t}_bw -s 8 message rate vs UCX tcp" "sv/veth/${t}_rate/8" \
              ucx-tcp/veth/tag_rate/8 "UCX tcp tag_bw msg rate, veth" ge 1
     done
-    target "same host fi_pingpong -p verbs -e rdm 8 B vs -e msg" sv/host/fi_rdm/8 sv/host/fi_msg/8 \
+    target "same host fi_pingpong -p verbs -e rdm 8 B vs -e msg, connected" sv/host/fi_rdm/8 sv/host/fi_msg/8 \
            "fi_pingpong -p verbs -e msg" le 2
-    target "same host fi_pingpong -p verbs -e dgram 8 B vs UD ib_send_lat" sv/host/fi_dgram/8 sv/host/send_lat_ud/8 \
+    target "same host fi_pingpong -p verbs -e dgram 8 B, connected, vs UD ib_send_lat" sv/host/fi_dgram/8 sv/host/send_lat_ud/8 \
            "ib_send_lat -c UD" le 2
     for t in send_lat_ev rc_pingpong_ev qperf_rc_lat; do
       target "same host $(pt_name "$t") 8 B vs an eventfd ping-pong" "sv/host/$t/8" shm/host/eventfd_lat/8 \
