@@ -2,8 +2,9 @@
 # Machine limits, measured with the programs of bench/ref (build/bench/):
 # memcpy on one core, process_vm_writev between two processes, a
 # shared-memory ping-pong (spinning / futex), and raw TCP ping-pong
-# (busy-polled non-blocking sockets) and stream, on loopback and across the
-# veth between the two test hosts.  Sourced by run.sh (needs lib.sh).
+# (busy-polled non-blocking sockets; across the veth also on blocking ones,
+# both sides asleep in recv) and stream, on loopback and across the veth
+# between the two test hosts.  Sourced by run.sh (needs lib.sh).
 # Sourced: its variables are used by the other scripts.
 # shellcheck disable=SC2034
 
@@ -20,7 +21,7 @@ ref_one() {
   fi
 }
 
-# TCP: WHERE (host|veth) MODE (lat|lat2|bw) SIZE; the value also in REF_TCP_VAL
+# TCP: WHERE (host|veth) MODE (lat|lat2|latb|bw) SIZE; the value also in REF_TCP_VAL
 ref_tcp() {
   local where=$1 mode=$2 size=$3 key unit field sns="" cns="" addr=127.0.0.1 n
   key=tcp/$where/$mode/$size
@@ -68,5 +69,6 @@ fam_tcp_veth() {
   local s
   for s in $BENCH_LAT_SIZES; do ref_tcp veth lat "$s"; done
   ref_tcp veth lat2 8      # softverbs' design: a connection per direction
+  ref_tcp veth latb 8      # both asleep: the reference of ib_send_lat -e
   for s in $BENCH_STREAM_SIZES; do ref_tcp veth bw "$s"; done
 }

@@ -175,6 +175,7 @@ ref_of() {  # sv/WHERE/TEST/SIZE
   else
     case $test in
       send_lat|write_lat) REF=tcp/veth/lat/$size REFLABEL="TCP busy-poll ping-pong, veth" ;;
+      send_lat_ev) REF=tcp/veth/latb/$size REFLABEL="TCP ping-pong, both asleep in recv(), veth" ;;
       read_lat) REF=tcp/veth/lat/$size REFLABEL="2 × TCP ping-pong, veth (round trip)" REFF=2 ;;
       *_bw) REF=tcp/veth/bw/$size REFLABEL="TCP stream, veth" ;;
     esac
@@ -193,6 +194,7 @@ ref_label() {  # KEY
     shm/futex_lat) echo "shared-memory ping-pong, futex wake (one-way)" ;;
     shm/eventfd_lat) echo "shared-memory ping-pong, both asleep in read() of an eventfd (one-way)" ;;
     tcp/lat) echo "TCP ping-pong, busy-poll (one-way)" ;;
+    tcp/latb) echo "TCP ping-pong, blocking sockets: both asleep in recv() (one-way)" ;;
     tcp/lat2) echo "TCP ping-pong over two connections, one per direction (softverbs' design), busy-poll (one-way)" ;;
     tcp/bw) echo "TCP stream" ;;
     ucx-*/tag_lat) echo "UCX ${tool#ucx-} tag_lat (one-way, median)" ;;

@@ -2,7 +2,7 @@
  * the reference for softverbs' TCP channels.
  *
  *   tcp_ref server [-b ADDR] -p PORT
- *   tcp_ref client -a ADDR -p PORT -m lat|lat2|bw -s SIZE [-n ITERS]
+ *   tcp_ref client -a ADDR -p PORT -m lat|lat2|latb|bw -s SIZE [-n ITERS]
  *
  * The server accepts one connection, reads the client's request (mode, size,
  * count) and serves it, then exits.  TCP_NODELAY on both ends.
@@ -14,6 +14,9 @@
  *        softverbs' channels are (one per QP and direction): each message
  *        also costs a pure TCP ACK, which one connection carries on the
  *        reply.  The floor of that design.
+ *   latb the ping-pong on blocking sockets: both sides sleep in recv(), one
+ *        wake-up per message, as a thread asleep on a completion channel
+ *        (ibv_get_cq_event) is across hosts.
  *   bw   the client streams ITERS messages of SIZE bytes (default: 1 GiB in
  *        all) with blocking send(); the server reads them and answers one
  *        byte when it has everything.  Prints  mib_s <MiB/s>
@@ -30,7 +33,7 @@
 #include "common.h"
 
 struct req {
-  uint32_t mode;  /* 1 lat, 2 bw, 3 lat2 */
+  uint32_t mode;  /* 1 lat, 2 bw, 3 lat2, 4 latb */
   uint32_t pad;
   uint64_t size;
   uint64_t iters;
@@ -100,12 +103,14 @@ static int server(const char *addr, int port)
   if (!buf)
     SVB_DIE("malloc");
   memset(buf, 0, rq.size);
-  if (rq.mode == 1 || rq.mode == 3) {
-    set_nonblock(fd, 1);
-    set_nonblock(out, 1);
+  if (rq.mode != 2) {
+    int busy = rq.mode != 4;
+
+    set_nonblock(fd, busy);
+    set_nonblock(out, busy);
     for (uint64_t i = 0; i < WARM + rq.iters; i++) {
-      full_io(fd, buf, rq.size, 0, 1);
-      full_io(out, buf, rq.size, 1, 1);
+      full_io(fd, buf, rq.size, 0, busy);
+      full_io(out, buf, rq.size, 1, busy);
     }
     if (out != fd)
       close(out);
@@ -152,16 +157,17 @@ static int client(const char *addr, int port, int mode, size_t size, uint64_t it
   if (!buf)
     SVB_DIE("malloc");
   memset(buf, 0x5a, size);
-  if (mode == 1 || mode == 3) {
+  if (mode != 2) {
     uint64_t *rtt = malloc(iters * sizeof(*rtt)), sum = 0;
+    int busy = mode != 4;
     if (!rtt)
       SVB_DIE("malloc");
-    set_nonblock(fd, 1);
-    set_nonblock(in, 1);
+    set_nonblock(fd, busy);
+    set_nonblock(in, busy);
     for (uint64_t i = 0; i < WARM + iters; i++) {
       uint64_t t0 = svb_now_ns();
-      full_io(fd, buf, size, 1, 1);
-      full_io(in, buf, size, 0, 1);
+      full_io(fd, buf, size, 1, busy);
+      full_io(in, buf, size, 0, busy);
       uint64_t dt = svb_now_ns() - t0;
       if (i >= WARM) {
         rtt[i - WARM] = dt;
@@ -192,7 +198,7 @@ int main(int argc, char **argv)
   if (argc < 2) {
   usage:
     fprintf(stderr, "usage: %s server [-b ADDR] -p PORT\n"
-                    "       %s client -a ADDR -p PORT -m lat|lat2|bw -s SIZE [-n ITERS]\n",
+                    "       %s client -a ADDR -p PORT -m lat|lat2|latb|bw -s SIZE [-n ITERS]\n",
             argv[0], argv[0]);
     return 2;
   }
@@ -206,7 +212,7 @@ int main(int argc, char **argv)
     case 'a': case 'b': addr = optarg; break;
     case 'p': port = atoi(optarg); break;
     case 'm': mode = !strcmp(optarg, "lat") ? 1 : !strcmp(optarg, "bw") ? 2 :
-                     !strcmp(optarg, "lat2") ? 3 : -1; break;
+                     !strcmp(optarg, "lat2") ? 3 : !strcmp(optarg, "latb") ? 4 : -1; break;
     case 's': size = svb_parse_size(optarg); break;
     case 'n': iters = strtoull(optarg, NULL, 0); break;
     default: goto usage;
