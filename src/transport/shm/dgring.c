@@ -24,7 +24,9 @@
 #define DG_POLLED_NS (200ull * 1000)  /* a poller drained within: no doorbells */
 #define DG_IN_MAX 4096                /* inbound rings per process */
 #define DG_BATCH 64                   /* records per ring per drain (fairness) */
-#define DG_FULL_WAIT_NS (2ull * 1000 * 1000)   /* a full ring waits for room this long */
+#define DG_FULL_WAIT_NS (100ull * 1000 * 1000)  /* a full ring waits for room this long */
+#define DG_YIELD_NS (1000ull * 1000)             /* yielding first, then sleeping */
+#define DG_NAP_NS (50ull * 1000)
 
 SV_NAME_TABLE(sv_dgring_state_name, enum sv_dgring_state, SV_DGRING_NSTATES,
 	      [SV_DGRING_NONE] = "NONE", [SV_DGRING_ASKED] = "ASKED",
@@ -49,6 +51,7 @@ struct dg_out {
 	uint64_t retry_ns;
 	struct sv_shm_map map;
 	uint64_t head_seen;
+	bool stalled;                /* full for a whole wait: lost at once until room */
 };
 
 /* A receiver's ring: the progress thread's (on `accepted`), and on `in`
@@ -380,6 +383,7 @@ static void out_ask(struct dg_out *o)
 	}
 	mfd = sv_shm_rings_create(&o->map, 1, "softverbs-ud");
 	o->head_seen = 0;
+	o->stalled = false;
 	if (mfd < 0 || sv_unix_send(o->h.fd, &iov, 1, &mfd, 1) != (ssize_t)sizeof(hi) ||
 	    sv_node_watch(o->node, &o->h, EPOLLIN | EPOLLRDHUP)) {
 		if (mfd >= 0)
@@ -430,18 +434,28 @@ static void ring_bell(struct dg_out *o, struct sv_ring *r)
 /* A full ring waits for its receiver to make room, as a fabric's
  * link-level flow control holds a packet: InfiniBand loses a UD datagram
  * at a receiver without a receive posted, not because the receiver is
- * slower than its sender (perftest -c UD waits for every one).  A receiver
- * that makes no room for DG_FULL_WAIT_NS (gone, stopped) loses it. */
+ * slower than its sender (perftest -c UD waits for every one).  The bound
+ * is a switch's head-of-queue lifetime, not a scheduler's time slice: a
+ * receiver descheduled on a loaded machine makes no room for milliseconds
+ * (docs/measurements.md, 'UD ring: a full ring waits').  One that makes
+ * none for DG_FULL_WAIT_NS (stopped) loses this datagram, and the next
+ * ones at once while its ring stays full (`stalled`); one that left stops
+ * the wait. */
 static bool wait_room(struct dg_out *o, struct sv_ring *r, size_t len)
 {
-	uint64_t until = sv_now_ns() + DG_FULL_WAIT_NS;
+	uint64_t start = sv_now_ns(), now = start;
 
 	do {
 		ring_bell(o, r);
-		sched_yield();
+		if (now - start < DG_YIELD_NS)
+			sched_yield();
+		else
+			nanosleep(&(struct timespec){ .tv_nsec = DG_NAP_NS }, NULL);
 		if (sv_ring_fits(r, o->map.size, len, &o->head_seen))
 			return true;
-	} while (sv_now_ns() < until);
+		now = sv_now_ns();
+	} while (now - start < DG_FULL_WAIT_NS &&
+		 __atomic_load_n(&o->state, __ATOMIC_ACQUIRE) == SV_DGRING_UP);
 	return false;
 }
 
@@ -453,8 +467,17 @@ static void out_write(struct dg_out *o, const struct iovec *iov, int n)
 
 	for (int i = 0; i < n; i++)
 		len += iov[i].iov_len;
-	if (!sv_ring_fits(r, o->map.size, len, &o->head_seen) && !wait_room(o, r, len))
-		return;                              /* still full: lost */
+	if (!sv_ring_fits(r, o->map.size, len, &o->head_seen)) {
+		if (!o->stalled && !wait_room(o, r, len)) {
+			o->stalled = true;
+			sv_err("dgring %u -> %u: the receiver made no room for %llu ms: its "
+			       "datagrams are lost while its ring stays full", o->src_port,
+			       o->dst_port, (unsigned long long)(DG_FULL_WAIT_NS / 1000000));
+		}
+		if (o->stalled)
+			return;                      /* still full: lost */
+	}
+	o->stalled = false;
 	sv_ring_write(r, sv_shm_ring_data(&o->map, 0), o->map.size, iov, n, &o->head_seen);
 	ring_bell(o, r);
 }
