@@ -83,7 +83,7 @@ fi_run() {  # EP N
 }
 
 fi_verbs() {  # EP (rdm|msg|dgram)
-  local key=sv/host/fi_$1/8 short
+  local key=sv/host/fi_$1/8 short per setup
   if ! command -v fi_pingpong >/dev/null; then
     bench_fail "$key" us "fi_pingpong not installed (Debian package libfabric-bin)"
     return
@@ -97,10 +97,10 @@ fi_verbs() {  # EP (rdm|msg|dgram)
     bench_fail "$key" us "$FI_LONG transfers: $PAIR_ERR"
     return
   fi
-  bench_rec "$key" us "$(awk -v s="$short" -v l="$FI_US" -v ns="$FI_SHORT" -v nl="$FI_LONG" \
-    'BEGIN { printf "%.3f", (l * nl - s * ns) / (nl - ns) }')"
-  bench_rec "sv/host/fi_$1_setup/8" ms "$(awk -v s="$short" -v l="$FI_US" -v ns="$FI_SHORT" -v nl="$FI_LONG" \
-    'BEGIN { per = (l * nl - s * ns) / (nl - ns); printf "%.2f", 2 * ns * (s - per) / 1000 }')"
+  read -r per setup < <(awk -v s="$short" -v l="$FI_US" -v ns="$FI_SHORT" -v nl="$FI_LONG" \
+    'BEGIN { p = (l * nl - s * ns) / (nl - ns); printf "%.3f %.2f\n", p, 2 * ns * (s - p) / 1000 }')
+  bench_rec "$key" us "$per"
+  bench_rec "sv/host/fi_$1_setup/8" ms "$setup"
 }
 
 # One repetition of these programs.
