@@ -86,7 +86,6 @@ void sv_evfd_resync(struct sv_evfd *e, bool queued)
 		sv_evfd_set(e);
 }
 
-
 /* A fault's signal comes from the thread's own instruction, never to a
  * thread asleep in a system call: crash handlers (the sanitizers', MPI's)
  * do not count. */
