@@ -470,9 +470,12 @@ static void out_write(struct dg_out *o, const struct iovec *iov, int n)
 	if (!sv_ring_fits(r, o->map.size, len, &o->head_seen)) {
 		if (!o->stalled && !wait_room(o, r, len)) {
 			o->stalled = true;
-			sv_err("dgring %u -> %u: the receiver made no room for %llu ms: its "
-			       "datagrams are lost while its ring stays full", o->src_port,
-			       o->dst_port, (unsigned long long)(DG_FULL_WAIT_NS / 1000000));
+			/* (one that left: its next datagrams go over UDP) */
+			if (__atomic_load_n(&o->state, __ATOMIC_ACQUIRE) == SV_DGRING_UP)
+				sv_err("dgring %u -> %u: the receiver made no room for %llu ms: "
+				       "its datagrams are lost while its ring stays full",
+				       o->src_port, o->dst_port,
+				       (unsigned long long)(DG_FULL_WAIT_NS / 1000000));
 		}
 		if (o->stalled)
 			return;                      /* still full: lost */
