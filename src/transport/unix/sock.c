@@ -66,10 +66,12 @@ int sv_unix_connect(uint16_t port)
 
 ssize_t sv_unix_send(int fd, const struct iovec *iov, int n, const int *fds, int nfds)
 {
-	union { char buf[CMSG_SPACE(4 * sizeof(int))]; struct cmsghdr align; } u;
+	union { char buf[CMSG_SPACE(SV_UNIX_MAX_FDS * sizeof(int))]; struct cmsghdr align; } u;
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
 	ssize_t r;
 
+	if (nfds > SV_UNIX_MAX_FDS)
+		return -EINVAL;
 	if (nfds > 0) {
 		struct cmsghdr *cm;
 
@@ -88,7 +90,7 @@ ssize_t sv_unix_send(int fd, const struct iovec *iov, int n, const int *fds, int
 
 ssize_t sv_unix_recv(int fd, const struct iovec *iov, int n, int *fds, int *nfds, int max)
 {
-	union { char buf[CMSG_SPACE(4 * sizeof(int))]; struct cmsghdr align; } u;
+	union { char buf[CMSG_SPACE(SV_UNIX_MAX_FDS * sizeof(int))]; struct cmsghdr align; } u;
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n,
 			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *cm;

@@ -9,6 +9,8 @@
 #include "transport/transport.h"
 #include "transport/unix/sock.h"
 
+_Static_assert(SV_CONN_MAX_FDS <= SV_UNIX_MAX_FDS, "a handshake's descriptors fit one message");
+
 static ssize_t unix_writev(struct sv_conn *c, const struct iovec *iov, int n)
 {
 	ssize_t r = sv_unix_send(c->h.fd, iov, n, c->tx_fds, c->n_tx_fds);
