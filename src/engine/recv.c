@@ -344,7 +344,8 @@ void sv_rx_process(struct sv_conn *c)
 		bool was_paused;
 
 		rx_frames(c);
-		if (c->outbound && (c->caps & SV_CAP_ACK_WORD) && !c->dead && !c->closed)
+		/* (also at the ring's end: the peer's last ACK came before it) */
+		if (c->outbound && (c->caps & SV_CAP_ACK_WORD) && !c->closed)
 			sv_comp_ack_word(c->qc->qp, c);
 		if (c->closed || !batch_has_requests(c))
 			return;
@@ -621,9 +622,10 @@ static void conn_serve(struct sv_conn *c, uint32_t events)
 	if (!c->connected)
 		on_connect_done(c);
 	if (c->caps & SV_CAP_MAPPED) {
-		/* a doorbell: data in our ring, or room in the peer's.  A peer
-		 * that has gone may have left frames in the ring: read them first. */
-		bool gone = events && sv_conn_doorbell_drain(c);
+		/* data in our ring, room in the peer's, or its end: a peer
+		 * that has gone may have left frames in the ring, read them
+		 * first (a paused channel reads none) */
+		bool gone = sv_conn_peer_left(c);
 
 		if (!gone && sv_node_on_progress_thread(c->node) &&
 		    sv_engine_poller_active(c, sv_now_ns())) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "transport/fault/fault.h"
+#include "transport/shm/peer.h"
 #include "transport/transport.h"
 #include "util/guard.h"
 #include "util/log.h"
@@ -97,10 +98,6 @@ static uint32_t conn_events(struct sv_conn *c)
 {
 	if (__atomic_load_n(&c->deferred, __ATOMIC_RELAXED))
 		return 0;
-	/* A ring channel always listens for doorbells; it never waits for
-	 * socket room (ring room is signalled by a doorbell too). */
-	if (sv_conn_caps(c) & SV_CAP_MAPPED)
-		return EPOLLIN;
 	/* Input of a paused channel waits; that of a channel whose CQ a poller
 	 * spins on is the poller's (waking us would only compete with it). */
 	return (__atomic_load_n(&c->paused, __ATOMIC_RELAXED) ||
@@ -114,8 +111,22 @@ static uint32_t conn_events(struct sv_conn *c)
 void sv_conn_rewatch(struct sv_conn *c)
 {
 	pthread_mutex_lock(&c->watch_lock);
-	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) && c->h.fd >= 0)
 		sv_node_rewatch(c->node, &c->h, conn_events(c));
+	pthread_mutex_unlock(&c->watch_lock);
+}
+
+void sv_conn_drop_socket(struct sv_conn *c)
+{
+	/* out of the CQs' epoll sets first (whose pollers count the sockets
+	 * in them); a switched channel registers again as a ring */
+	c->node->up->drive_forget(c);
+	pthread_mutex_lock(&c->watch_lock);     /* no rewatch of a reused fd */
+	if (c->h.fd >= 0) {
+		sv_node_unwatch(c->node, &c->h);
+		close(c->h.fd);
+		c->h.fd = -1;
+	}
 	pthread_mutex_unlock(&c->watch_lock);
 }
 
@@ -173,7 +184,8 @@ void sv_conn_spin_off(struct sv_conn *c, bool off)
 void sv_conn_drop_rx_fds(struct sv_conn *c)
 {
 	for (int i = 0; i < c->n_rx_fds; i++)
-		close(c->rx_fds[i]);
+		if (c->rx_fds[i] >= 0)          /* (-1: taken) */
+			close(c->rx_fds[i]);
 	c->n_rx_fds = 0;
 }
 
@@ -196,12 +208,7 @@ void sv_conn_close(struct sv_conn *c)
 	c->dead = true;
 	if (c->ops->close)
 		c->ops->close(c);
-	c->node->up->drive_forget(c);   /* while the fd still names it */
-	pthread_mutex_lock(&c->watch_lock);     /* no rewatch of a reused fd */
-	sv_node_unwatch(node, &c->h);
-	close(c->h.fd);
-	c->h.fd = -1;
-	pthread_mutex_unlock(&c->watch_lock);
+	sv_conn_drop_socket(c);
 	sv_conn_drop_rx_fds(c);
 	sv_conn_drop_tx_fds(c);
 	if (c->peer_wake_fd >= 0)
@@ -249,6 +256,7 @@ void sv_conn_reap(struct sv_node *node)
 		sv_peer_maps_clear(&c->peer_maps);
 		sv_seg_unmap(c->peer_seg);
 		sv_board_unmap(c->peer_board);
+		sv_shm_peer_put(c->shm_peer);   /* (after the batch: see peer.c) */
 		sv_fault_stream_free(c);
 		pthread_mutex_destroy(&c->watch_lock);
 		free(c);

@@ -15,6 +15,7 @@
 #include "transport/node.h"
 #include "transport/transport.h"
 #include "transport/shm/dgring.h"
+#include "transport/shm/peer.h"
 #include "transport/shm/segment.h"
 #include "transport/unix/mcast.h"
 #include "transport/unix/sock.h"
@@ -361,7 +362,8 @@ static int serve_rings(struct sv_node *node, int timeout)
 	uint64_t now = sv_now_ns();
 
 	for (int i = 0; i < n; i++) {
-		if (node->up->poller_active(ready[i], now)) {
+		/* (a ring's end is ours to serve: pollers do not look for it) */
+		if (!sv_conn_peer_left(ready[i]) && node->up->poller_active(ready[i], now)) {
 			node->rings_left = true;
 			sv_conn_board_remind(ready[i]);   /* in case no bit told the poller */
 			continue;
@@ -694,6 +696,8 @@ static struct sv_node *node_create(const struct sv_upcalls *up)
 	sv_list_init(&node->cmds);
 	sv_list_init(&node->graveyard);
 	sv_list_init(&node->shm_conns);
+	sv_list_init(&node->shm_peers);
+	node->life_r = node->life_w = -1;
 	node_set_address(node);
 	node->pending_max = sv_pending_max();
 	node->udp_buf = malloc(SV_UDP_BUF);
@@ -702,8 +706,9 @@ static struct sv_node *node_create(const struct sv_upcalls *up)
 	node->wake_h.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	node->wake_h.fn = on_wake;
 	if (!node->udp_buf || !node->dgr || node->epfd < 0 || node->wake_h.fd < 0 ||
-	    sv_node_watch(node, &node->wake_h, EPOLLIN) ||
+	    sv_node_watch(node, &node->wake_h, EPOLLIN) || sv_shm_life_open(node) ||
 	    pthread_create(&node->thread, NULL, progress_main, node)) {
+		sv_shm_life_close(node);
 		if (node->epfd >= 0)
 			close(node->epfd);
 		if (node->wake_h.fd >= 0)
@@ -734,6 +739,7 @@ static void node_destroy(struct sv_node *node)
 	for (uint32_t i = 0; i < node->ngroups; i++)
 		close_group(node, node->groups[i]);
 	free(node->groups);
+	sv_shm_life_close(node);
 	close(node->wake_h.fd);
 	close(node->epfd);
 	free(node->udp_buf);
@@ -757,6 +763,7 @@ static void atfork_child(void)
 	if (the_node) {
 		the_node->forked = true;
 		pthread_mutex_init(&the_node->lock, NULL);
+		sv_shm_life_forget_after_fork(the_node);
 		the_node->refcnt++;          /* never destroyed in the child */
 		the_node = NULL;
 	}

@@ -100,6 +100,8 @@ struct sv_node {
 	struct sv_list cmds;
 	struct sv_list graveyard;    /* closed conns (node lock) */
 	struct sv_list shm_conns;    /* ring channels (node lock) */
+	int life_r, life_w;          /* our life line's pipe, handed to same-host peers (shm/peer.h) */
+	struct sv_list shm_peers;    /* theirs, with their bells, one per process (node lock) */
 	bool rings_left;             /* progress thread left ready rings to a poller */
 	bool ticking;                /* the progress thread ticks for spinning pollers */
 	uint64_t busy_until;         /* progress thread: polls, not sleeps, until (ns) */

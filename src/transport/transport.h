@@ -67,7 +67,7 @@ enum sv_chan_input {
  * there is no room; readv the bytes read, -EAGAIN when there is nothing,
  * else the channel is dead (c->dead). */
 struct sv_direct;
-#define SV_CONN_MAX_FDS 4   /* the most a handshake frame carries */
+#define SV_CONN_MAX_FDS 6   /* the most a handshake frame carries */
 
 /* What a frame means to a peer thread asleep on its completion channel. */
 enum sv_wake {
@@ -123,11 +123,13 @@ struct sv_conn {
 	uint32_t caps;               /* enum sv_chan_cap: ops->caps */
 	uint8_t input;               /* enum sv_chan_input: what the engine says its input is worth */
 
-	/* same-host fast path (transport/shm): frames move through rings, the
-	 * socket only carries doorbell bytes and reports the peer's death;
-	 * on from the switch (SV_CAP_MAPPED, ops sv_ring_ops) */
+	/* same-host fast path (transport/shm): frames move through rings, and
+	 * the socket is closed: the peer process's bell rings it and its life
+	 * line says when it has gone (shm/peer.h); on from the switch
+	 * (SV_CAP_MAPPED, ops sv_ring_ops) */
 	struct sv_shm_chan shm;
 	struct sv_list shm_link;     /* node's list of ring channels */
+	struct sv_shm_peer *shm_peer;    /* the peer process (counted), from the handshake */
 	const struct sv_seg *peer_seg;   /* the peer's published MR table (read-only) */
 	struct sv_board *peer_board;     /* where we tell the peer to look (shm/board.h) */
 	uint64_t peer_poll_seen;     /* its last_poll_ns when we last looked */
@@ -183,6 +185,9 @@ void sv_conn_close(struct sv_conn *c);
 /* The same, but a socket channel's last bytes reach the peer first: its
  * socket drains until the peer's EOF, for a bounded time (linger.c). */
 void sv_conn_close_linger(struct sv_conn *c);
+/* Close the channel's socket and stop watching it (a ring channel's, once
+ * switched: shm/peer.h). */
+void sv_conn_drop_socket(struct sv_conn *c);
 /* Close the descriptors the last read brought (handshake: once used). */
 void sv_conn_drop_rx_fds(struct sv_conn *c);
 /* ... and those to send (sent: the message holds its own; or not wanted). */
@@ -207,10 +212,13 @@ ssize_t sv_conn_readv(struct sv_conn *c, const struct iovec *iov, int n);
 bool sv_conn_input_pending(const struct sv_conn *c);
 int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct sv_conn **out);
 int sv_conn_connect_local(struct sv_node *node, uint16_t port, struct sv_conn **out);
-/* Switch a channel to its rings (both ends, after HELLO/HELLO_ACK). */
+/* Switch a channel to its rings (both ends, after HELLO/HELLO_ACK): its
+ * socket is closed. */
 void sv_conn_shm_start(struct sv_conn *c);
-/* Consume doorbell bytes; true if the peer has gone (EOF or error). */
-bool sv_conn_doorbell_drain(struct sv_conn *c);
+/* The peer process went (its life line broke; node lock held): its rings
+ * are closed for us. */
+struct sv_shm_peer;
+void sv_conn_shm_peer_gone(struct sv_node *node, struct sv_shm_peer *p);
 /* Progress thread, before sleeping: ask writers for a doorbell; returns the
  * ring channels that already hold data (up to max). */
 int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, bool *any);
@@ -269,7 +277,8 @@ uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello);
 bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bool pull_wanted);
 /* ring channels (shm/ringchan.c): their ops' functions */
 bool sv_conn_shm_has_input(const struct sv_conn *c);
-/* The peer's QP left the connected states: it marked the rings. */
+/* The peer's QP left the connected states (it marked the rings), or the
+ * peer process has gone (we did). */
 bool sv_conn_peer_left(const struct sv_conn *c);
 /* "shared memory", "unix socket" or "tcp", for logs. */
 const char *sv_conn_kind_name(const struct sv_conn *c);

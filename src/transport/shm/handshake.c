@@ -1,15 +1,18 @@
 /*
- * The same-host part of a channel's handshake: shared-memory rings and the
- * segments of registered memory, offered by the opener in its HELLO, taken
- * by the acceptor in its HELLO_ACK, and switched on at both ends.  Only a
- * same-host peer of our own user (SO_PEERCRED on the unix socket) gets
- * them; any other keeps the socket (docs/security.md).
+ * The same-host part of a channel's handshake: shared-memory rings, the
+ * segments of registered memory and the process's bell and life line
+ * (shm/peer.h),
+ * offered by the opener in its HELLO, taken by the acceptor in its
+ * HELLO_ACK, and switched on at both ends.  Only a same-host peer of our
+ * own user (SO_PEERCRED on the unix socket) gets them; any other keeps the
+ * socket (docs/security.md).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "transport/shm/cma.h"
+#include "transport/shm/peer.h"
 #include "transport/transport.h"
 #include "transport/unix/sock.h"
 #include "util/env.h"
@@ -38,12 +41,13 @@ static void take_wake(struct sv_conn *c, int at)
 	}
 }
 
-/* Our segment and our board, after whatever the frame carries already. */
+/* Our segment, our board, our bell and our life line, after whatever the
+ * frame carries already. */
 static bool offer_shared(struct sv_conn *c)
 {
 	int seg = sv_seg_fd(), board = sv_board_fd(), n = c->n_tx_fds;
 
-	if (seg < 0 || board < 0 || n + 2 > SV_CONN_MAX_FDS)
+	if (seg < 0 || board < 0 || n + 2 + SV_SHM_PEER_FDS > SV_CONN_MAX_FDS)
 		return false;
 	if ((c->tx_fds[n] = fcntl(seg, F_DUPFD_CLOEXEC, 0)) < 0)
 		return false;
@@ -51,17 +55,29 @@ static bool offer_shared(struct sv_conn *c)
 	if ((c->tx_fds[n + 1] = fcntl(board, F_DUPFD_CLOEXEC, 0)) < 0)
 		return false;
 	c->n_tx_fds++;
+	if (sv_shm_peer_offer(c->node, &c->tx_fds[n + 2]))
+		return false;
+	c->n_tx_fds += SV_SHM_PEER_FDS;
 	return true;
 }
 
-/* The peer's segment and board, fds[at] and fds[at + 1]. */
+/* The peer's segment, board, bell and life line, fds[at] to fds[at + 3].
+ * The peer's count is the channel's until it is freed (conn.c), whatever
+ * comes of the handshake. */
 static bool take_shared(struct sv_conn *c, int at)
 {
 	c->peer_seg = sv_seg_map(c->rx_fds[at]);
 	c->peer_board = c->peer_seg ? sv_board_map(c->rx_fds[at + 1]) : NULL;
-	if (c->peer_board)
-		return true;
+	if (c->peer_board) {
+		c->shm_peer = sv_shm_peer_get(c->node, &c->rx_fds[at + 2]);
+		for (int i = 0; i < SV_SHM_PEER_FDS; i++)
+			c->rx_fds[at + 2 + i] = -1;    /* taken */
+		if (c->shm_peer)
+			return true;
+	}
+	sv_board_unmap(c->peer_board);
 	sv_seg_unmap(c->peer_seg);
+	c->peer_board = NULL;
 	c->peer_seg = NULL;
 	return false;
 }
@@ -87,13 +103,13 @@ uint64_t sv_conn_rings_offer(struct sv_conn *c)
 /* Were rings offered, by a peer of our own user, and do they map? */
 static bool rings_acceptable(struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	if (!(h->flags & SV_WF_SHM) || c->n_rx_fds < 3 || sv_force_tcp() || c->fault ||
+	if (!(h->flags & SV_WF_SHM) || c->n_rx_fds < 3 + SV_SHM_PEER_FDS || sv_force_tcp() || c->fault ||
 	    !sv_conn_same_user(c))
 		return false;
 	/* the rings first: their magic says the peer's layout is ours */
 	if (sv_shm_chan_attach(&c->shm, c->rx_fds[0]))
 		return false;
-	take_wake(c, 3);
+	take_wake(c, 3 + SV_SHM_PEER_FDS);
 	if (!take_shared(c, 1)) {
 		sv_shm_chan_destroy(&c->shm);
 		return false;
@@ -130,8 +146,9 @@ uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello)
 
 bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bool pull_wanted)
 {
-	if ((ack->flags & SV_WF_SHM) && c->shm.map.base && c->n_rx_fds >= 2 && sv_conn_same_user(c)) {
-		take_wake(c, 2);
+	if ((ack->flags & SV_WF_SHM) && c->shm.map.base && c->n_rx_fds >= 2 + SV_SHM_PEER_FDS &&
+	    sv_conn_same_user(c)) {
+		take_wake(c, 2 + SV_SHM_PEER_FDS);
 		if (take_shared(c, 0)) {
 			c->peer_pd = ack->rkey;
 			c->peer_access = ack->qkey;
@@ -143,6 +160,10 @@ bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bo
 	}
 	sv_conn_drop_rx_fds(c);
 	if (!(c->caps & SV_CAP_MAPPED)) {
+		/* The peer switched to its rings and closed the socket: a
+		 * channel we cannot switch too is lost (it connects again). */
+		if (ack->flags & SV_WF_SHM)
+			c->dead = true;
 		sv_shm_chan_destroy(&c->shm);   /* refused: the socket carries frames */
 		return false;
 	}

@@ -17,8 +17,9 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define SV_RING_MAGIC 0x53565235u   /* "SVR5": records; headers before all data (shm/chan.c);
-				     * the consumer's board slot (shm/board.h) */
+#define SV_RING_MAGIC 0x53565236u   /* "SVR6": records; headers before all data (shm/chan.c);
+				     * the consumer's board slot (shm/board.h); the
+				     * process's bell and life line (shm/peer.h) */
 #define SV_RING_LINE  64u
 
 /* One cache line each for what rarely changes (read on every operation,

@@ -1,20 +1,21 @@
 /*
  * Ring channels: after the handshake (shm/handshake.c) a same-host
  * channel's frames move through two SPSC rings in shared memory (shm/ring.c)
- * and its socket carries only doorbell bytes, which wake a peer that asked
- * for one and is not polling, and reports the peer's death.
+ * and its socket is closed.  A doorbell, which wakes a peer that asked for
+ * one and is not polling, is a write on the peer process's bell, and its
+ * broken life line is the peer's death (shm/peer.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include "transport/shm/peer.h"
 #include "transport/transport.h"
 #include "util/log.h"
 #include "util/time.h"
 
-/* ---- doorbells: one byte on the socket wakes the peer's progress thread ---- */
+/* ---- doorbells: its bell wakes the peer's progress thread ---- */
 
 static bool peer_polling(struct sv_conn *c);
 
@@ -27,25 +28,11 @@ static bool peer_polling(struct sv_conn *c);
  * docs/measurements.md, 'Doorbell for an armed CQ'). */
 static void ring_doorbell(struct sv_conn *c, uint32_t *flag, const uint32_t *armed)
 {
-	const char b = 1;
-
 	if (!__atomic_load_n(flag, __ATOMIC_SEQ_CST) ||
 	    (peer_polling(c) && !(armed && __atomic_load_n(armed, __ATOMIC_SEQ_CST))) ||
 	    !__atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST))
 		return;
-	/* MSG_NOSIGNAL: a peer that has gone must not kill the application */
-	if (send(c->h.fd, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN)
-		c->dead = true;
-}
-
-bool sv_conn_doorbell_drain(struct sv_conn *c)
-{
-	char buf[64];
-	ssize_t r;
-
-	while ((r = read(c->h.fd, buf, sizeof(buf))) > 0)
-		;
-	return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+	sv_shm_peer_ring(c->shm_peer);
 }
 
 /* The peer's stamp moved since we last looked: it polls (no clock needed).
@@ -138,11 +125,26 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 	return r;
 }
 
+/* Our receive ring's end: the peer closed the channel (it marks both
+ * rings), we cut it, or the peer process went (we mark this one). */
+static bool ring_ended(const struct sv_conn *c)
+{
+	return __atomic_load_n(&c->shm.rx->closed, __ATOMIC_SEQ_CST);
+}
+
+/* A closed ring is the socket's EOF: after the last record (the peer's
+ * records come before its mark, so one more look after seeing the mark
+ * finds them all). */
 static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
 {
 	struct sv_ring *rx = c->shm.rx;
 	size_t r = sv_ring_read(rx, c->shm.rx_data, c->shm.size, iov, n, &c->shm.rx_rd);
 
+	if (!r && ring_ended(c) &&
+	    !(r = sv_ring_read(rx, c->shm.rx_data, c->shm.size, iov, n, &c->shm.rx_rd))) {
+		c->dead = true;
+		return -EPIPE;
+	}
 	if (r && __atomic_load_n(&rx->producer_wants_wake, __ATOMIC_SEQ_CST)) {
 		sv_conn_board_post(c);   /* room for the writer's waiting bytes */
 		ring_doorbell(c, &rx->producer_wants_wake, NULL);
@@ -151,11 +153,14 @@ static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
 }
 
 /* Before the QP's state change returns: the peer must stop touching our
- * memory directly from now on (no socket EOF yet). */
+ * memory directly from now on.  The mark is its EOF: tell it, whether it
+ * asked or not (it may poll a CQ, which looks at the board, or sleep). */
 static void ring_close(struct sv_conn *c)
 {
 	__atomic_store_n(&c->shm.tx->closed, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
+	sv_conn_board_post(c);
+	sv_shm_peer_ring(c->shm_peer);
 }
 
 static void ring_ack_publish(struct sv_conn *c, uint32_t psn)
@@ -198,7 +203,8 @@ static bool ring_ack_take(struct sv_conn *c, uint32_t *psn)
 
 /* A paused channel's frames wait (they are not input until it resumes):
  * counted as input, they kept pollers and the progress thread busy with
- * channels they could not serve, and a poller's 64 slots full. */
+ * channels they could not serve, and a poller's 64 slots full.  (A closed
+ * ring's end is the progress thread's to find: sv_conn_shm_arm_all.) */
 bool sv_conn_shm_has_input(const struct sv_conn *c)
 {
 	uint32_t w;
@@ -234,11 +240,27 @@ void sv_conn_shm_start(struct sv_conn *c)
 	/* Until our progress thread has looked at this ring, writers must ring:
 	 * it may be asleep without a timeout, and nobody may be polling. */
 	__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
+	/* The peer's last frame on the socket was its handshake's: from now
+	 * on its bell and its life line do the socket's work. */
+	sv_conn_drop_socket(c);
 	pthread_mutex_lock(&node->lock);
 	sv_list_add_tail(&node->shm_conns, &c->shm_link);
+	if (c->shm_peer->gone)           /* gone before the channel was listed */
+		__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&node->lock);
-	sv_conn_rewatch(c);
 	sv_node_kick(node);              /* recompute its sleep: rings exist now */
+}
+
+void sv_conn_shm_peer_gone(struct sv_node *node, struct sv_shm_peer *p)
+{
+	struct sv_list *pos;
+
+	sv_list_for_each(pos, &node->shm_conns) {
+		struct sv_conn *c = sv_container_of(pos, struct sv_conn, shm_link);
+
+		if (c->shm_peer == p)
+			__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
+	}
 }
 
 int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, bool *any)
@@ -255,8 +277,10 @@ int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, b
 		if (!__atomic_load_n(&c->shm.rx->consumer_wants_wake, __ATOMIC_SEQ_CST))
 			__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
 		/* (a deferred channel is its QP lock holder's to serve) */
-		if ((sv_conn_shm_has_input(c) ||
-		     __atomic_load_n(&c->shm.tx->producer_wants_wake, __ATOMIC_RELAXED)) &&
+		if ((sv_conn_shm_has_input(c) || ring_ended(c) ||
+		     __atomic_load_n(&c->shm.tx->producer_wants_wake, __ATOMIC_RELAXED) ||
+		     (__atomic_load_n(&c->want_out, __ATOMIC_RELAXED) &&
+		      sv_ring_writable(c->shm.tx, c->shm.size))) &&
 		    !__atomic_load_n(&c->deferred, __ATOMIC_RELAXED) && n < max)
 			ready[n++] = c;
 	}
@@ -266,7 +290,7 @@ int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, b
 
 /* Any ring channel whose peer announces a copy of `slot`?  With `cut`,
  * such channels are cut: the rings marked closed (the peer's checks fail
- * from now on) and the socket shut (the progress thread sees it go). */
+ * from now on, and our next look at the ring finds its end). */
 static bool direct_busy(struct sv_node *node, uint32_t slot, bool cut)
 {
 	struct sv_list *pos, *tmp;
@@ -286,7 +310,8 @@ static bool direct_busy(struct sv_node *node, uint32_t slot, bool cut)
 		       slot, SV_DIRECT_WAIT_NS / 1000000);
 		__atomic_store_n(&c->shm.tx->closed, 1, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
-		shutdown(c->h.fd, SHUT_RDWR);
+		sv_shm_peer_ring(c->shm_peer);
+		sv_node_kick(node);
 	}
 	pthread_mutex_unlock(&node->lock);
 	return busy;
