@@ -421,7 +421,7 @@ bench_report() {  # OUT.md
     echo "| qp_scale: one SEND on each of $n QPs, both ways, to the last completion | $(show_val "scale/host/send_ms/$n") |"
     echo "| qp_scale: SEND ping-pong on one of the $n QPs, one-way | $(show_val "scale/host/pingpong_us/$n") |"
     n=$BENCH_BIG_QPS
-    echo "| qp_scale: connected RC QPs per process, of the $n asked (the most that fit: two descriptors each, under the limit below) | $(show_val "scale/host/qps_max/$n") |"
+    echo "| qp_scale: connected RC QPs per process, of the $n asked (the most that fit under the limit below: one descriptor each while it connects) | $(show_val "scale/host/qps_max/$n") |"
     echo "| qp_scale: the descriptor hard limit of that run | $(show_val "scale/host/fd_limit/$n") |"
     echo "| qp_scale: RSS per connected RC QP with that many | $(show_val "scale/host/rss_per_qp_max/$n") |"
     echo "| qp_scale: one SEND on each of them, both ways, to the last completion | $(show_val "scale/host/send_ms_max/$n") |"

@@ -102,9 +102,10 @@ scale_cmtime() {
   [[ -n $v ]] && bench_rec "cmtime/host/connect_total_ms/$n" ms "$v"
 }
 
-# A same-host QP holds two sockets, one per channel: a descriptor hard
-# limit under about two per QP cannot hold BENCH_BIG_QPS of them (this
-# container's is 20,000, and root may not raise it).  Then the run takes the
+# A same-host QP holds a descriptor only while its channels connect (a
+# ring channel closes its socket after the handshake: transport/shm/peer.h),
+# so a descriptor hard limit under one per QP may not hold BENCH_BIG_QPS of
+# them (root may not raise it in a container).  Then the run takes the
 # most that fit, in steps of 500, and scale/host/qps_max says how many
 # connected; scale/host/fd_limit is the limit it had.
 scale_big() {
@@ -118,7 +119,7 @@ scale_big() {
   n=$want
   if [[ $hard != unlimited ]]; then
     bench_rec "scale/host/fd_limit/$want" count "$hard"
-    ((2 * want + 400 > hard)) && n=$(((hard - 400) / 2 / 500 * 500))
+    ((want + 400 > hard)) && n=$(((hard - 400) / 500 * 500))
   fi
   if bench_one "scale_qp_big" 180 env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -n "$n" -l 1000 -d "$SV_DEV"; then
     bench_rec "scale/host/qps_max/$want" count "$n"
