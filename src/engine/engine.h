@@ -224,6 +224,12 @@ static inline int sv_cq_wake_fd(const struct sv_cq *cq)
 	return cq && cq->ibcq.channel ? cq->ibcq.channel->fd : -1;
 }
 
+/* Which completion channel that is (peers keep one copy per id). */
+static inline uint64_t sv_cq_wake_id(const struct sv_cq *cq)
+{
+	return cq && cq->ibcq.channel ? to_sch(cq->ibcq.channel)->wake_id : 0;
+}
+
 static inline bool sv_psn_le(uint32_t a, uint32_t b)
 {
 	return ((b - a) & 0xffffff) < 0x800000;

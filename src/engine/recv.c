@@ -511,6 +511,7 @@ bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp)
 		return false;
 	/* requests complete there (an XRC target's: in their SRQs' CQs) */
 	c->wake_fd = sv_cq_wake_fd(sv_qp_is_xrc_tgt(qp) ? NULL : qp->rcq);
+	c->wake_id = sv_cq_wake_id(sv_qp_is_xrc_tgt(qp) ? NULL : qp->rcq);
 	seg_va = sv_chan_take(c, h);
 	sv_frame_init(f, SV_OP_HELLO_ACK, h->src_qpn, h->dst_qpn, 0);
 	if (seg_va) {
@@ -523,6 +524,7 @@ bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp)
 		f->hdr.rkey = qp->ibqp.qp_base.pd ? to_spd(qp->ibqp.qp_base.pd)->id : 0;
 		f->hdr.qkey = qp->attr.qp_access_flags;
 		f->hdr.va = seg_va;
+		f->hdr.data1 = c->wake_id;            /* names the wake descriptor, if any */
 	}
 	sv_wire_encode(&f->hdr);
 	sv_xmit_flush(c);

@@ -611,6 +611,7 @@ void sv_req_on_connected(struct sv_qp *qp)
 	/* rings (and our segment) for a same-host peer of our own user only;
 	 * responses come back to the send CQ */
 	c->wake_fd = sv_cq_wake_fd(qp->scq);
+	c->wake_id = sv_cq_wake_id(qp->scq);
 	seg_va = sv_chan_offer(c);
 
 	sv_link_set(qp, SV_LINK_HELLO);
@@ -621,6 +622,7 @@ void sv_req_on_connected(struct sv_qp *qp)
 	if (seg_va) {
 		f->hdr.flags |= SV_WF_SHM;
 		f->hdr.va = seg_va;                   /* lets the responder probe us */
+		f->hdr.data1 = c->wake_id;            /* names the wake descriptor, if any */
 	}
 	if ((c->caps & SV_CAP_TURN) && qp->ibqp.qp_base.qp_type == IBV_QPT_RC) {
 		f->hdr.flags |= SV_WF_TURN;         /* the peer's requests may come here */

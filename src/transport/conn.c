@@ -211,7 +211,9 @@ void sv_conn_close(struct sv_conn *c)
 	sv_conn_drop_socket(c);
 	sv_conn_drop_rx_fds(c);
 	sv_conn_drop_tx_fds(c);
-	if (c->peer_wake_fd >= 0)
+	if (c->peer_wake_fd >= 0 && c->shm_peer)
+		sv_shm_peer_wake_put(c->shm_peer, c->peer_wake_fd);
+	else if (c->peer_wake_fd >= 0)
 		close(c->peer_wake_fd);
 	c->peer_wake_fd = -1;
 	pthread_mutex_lock(&node->lock);

@@ -144,10 +144,13 @@ struct sv_conn {
 	int tx_fds[SV_CONN_MAX_FDS], n_tx_fds;  /* descriptors to send with the next write */
 	/* Direct wake-ups (shm/ringchan.c): the descriptor our thread sleeping
 	 * for this channel's CQ waits on, offered in the handshake (not ours
-	 * to close); the peer's, taken from its handshake (ours, -1: none);
+	 * to close); the peer's, taken from its handshake (shared with the
+	 * peer process's other channels that name the same one, shm/peer.h;
+	 * -1: none);
 	 * and what the engine says the frame being written means to the
 	 * peer's sleeper (enum sv_wake). */
 	int wake_fd, peer_wake_fd;
+	uint64_t wake_id;            /* ours: which completion channel wake_fd is (0: none) */
 	uint8_t wake_hint;
 
 	/* Spinning pollers (engine/drive.c).  Read by other threads without

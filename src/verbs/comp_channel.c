@@ -12,6 +12,7 @@
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
+	static uint64_t ids;
 	struct sv_comp_channel *ch = calloc(1, sizeof(*ch));
 
 	if (!ch) {
@@ -25,6 +26,7 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 	}
 	ch->ibch.fd = ch->ev.fd;
 	ch->ibch.context = context;
+	ch->wake_id = __atomic_add_fetch(&ids, 1, __ATOMIC_RELAXED);
 	pthread_mutex_init(&ch->lock, NULL);
 	sv_list_init(&ch->fired);
 	sv_list_init(&ch->cqs);

@@ -163,6 +163,7 @@ struct sv_comp_channel {
 	struct sv_evfd ev;           /* == ibch.fd: readable while fired is not empty,
 				      * or when a same-host peer woke us directly */
 	struct sv_list cqs;          /* CQs using it (cq->chan_link), under lock */
+	uint64_t wake_id;            /* unique in the process: peers keep one copy of ev.fd per id */
 };
 
 /* CQ: a ring of work completions.  Producers: QP engines; consumer: poll. */

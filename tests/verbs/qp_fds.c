@@ -6,7 +6,9 @@
  * QP.  Over TCP (verbs_tcp_qp_fds) each QP keeps its two channels' sockets,
  * both ends of each in this one process.  Counted with every endpoint's
  * objects made (their MRs hold descriptors of their own), then again once
- * every pair has carried a SEND each way.
+ * every pair has carried a SEND each way; then once more with all CQs on
+ * one completion channel, whose wake descriptor each channel's peer takes
+ * in the handshake: one copy per peer process and completion channel.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -43,17 +45,14 @@ static void send_each_way(struct t_ep *a, struct t_ep *b)
 	}
 }
 
-int main(void)
+static void run(struct ibv_context *ctx, struct ibv_comp_channel *ch, bool tcp)
 {
-	const char *tr = getenv("SOFTVERBS_TRANSPORT");
-	bool tcp = tr && !strcmp(tr, "tcp");
 	static struct t_ep a[PAIRS], b[PAIRS];
-	struct ibv_context *ctx = t_open();
 	struct t_opts o;
 	int before, after, limit;
 
-	t_alarm(60);
 	t_opts_default(&o, IBV_QPT_RC);
+	o.channel = ch;
 	for (int i = 0; i < PAIRS; i++) {
 		t_ep_create(&a[i], ctx, &o);
 		t_ep_create(&b[i], ctx, &o);
@@ -73,13 +72,27 @@ int main(void)
 	/* TCP: per pair two channels, both ends of each here; one host: a
 	 * bell and a life line (of this very process) and some slack */
 	limit = tcp ? 4 * PAIRS + 16 : 16;
-	fprintf(stderr, "%d connected QPs: %d descriptors more (at most %d)\n", 2 * PAIRS,
-		after - before, limit);
+	fprintf(stderr, "%d connected QPs%s: %d descriptors more (at most %d)\n", 2 * PAIRS,
+		ch ? " on a completion channel" : "", after - before, limit);
 	CHECK(after - before <= limit);
 	for (int i = 0; i < PAIRS; i++) {
 		t_ep_destroy(&a[i]);
 		t_ep_destroy(&b[i]);
 	}
+}
+
+int main(void)
+{
+	const char *tr = getenv("SOFTVERBS_TRANSPORT");
+	bool tcp = tr && !strcmp(tr, "tcp");
+	struct ibv_context *ctx = t_open();
+	struct ibv_comp_channel *ch;
+
+	t_alarm(60);
+	run(ctx, NULL, tcp);
+	ch = CHECK_PTR(ibv_create_comp_channel(ctx));
+	run(ctx, ch, tcp);
+	CHECK_OK(ibv_destroy_comp_channel(ch));
 	CHECK_OK(ibv_close_device(ctx));
 	return 0;
 }

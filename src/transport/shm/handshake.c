@@ -32,11 +32,12 @@ static void offer_wake(struct sv_conn *c)
 		c->n_tx_fds++;
 }
 
-/* The peer's sleeper's descriptor, fds[at] if it sent one: ours to keep. */
-static void take_wake(struct sv_conn *c, int at)
+/* The peer's sleeper's descriptor, fds[at] if it sent one, named `id` in
+ * its frame: kept once per peer process and id (shm/peer.h). */
+static void take_wake(struct sv_conn *c, int at, uint64_t id)
 {
 	if (c->n_rx_fds > at) {
-		c->peer_wake_fd = c->rx_fds[at];
+		c->peer_wake_fd = sv_shm_peer_wake_get(c->shm_peer, id, c->rx_fds[at]);
 		c->n_rx_fds = at;
 	}
 }
@@ -109,11 +110,11 @@ static bool rings_acceptable(struct sv_conn *c, const struct sv_wire_hdr *h)
 	/* the rings first: their magic says the peer's layout is ours */
 	if (sv_shm_chan_attach(&c->shm, c->rx_fds[0]))
 		return false;
-	take_wake(c, 3 + SV_SHM_PEER_FDS);
 	if (!take_shared(c, 1)) {
 		sv_shm_chan_destroy(&c->shm);
 		return false;
 	}
+	take_wake(c, 3 + SV_SHM_PEER_FDS, h->data1);
 	return true;
 }
 
@@ -147,16 +148,14 @@ uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello)
 bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bool pull_wanted)
 {
 	if ((ack->flags & SV_WF_SHM) && c->shm.map.base && c->n_rx_fds >= 2 + SV_SHM_PEER_FDS &&
-	    sv_conn_same_user(c)) {
-		take_wake(c, 2 + SV_SHM_PEER_FDS);
-		if (take_shared(c, 0)) {
-			c->peer_pd = ack->rkey;
-			c->peer_access = ack->qkey;
-			c->cma_ok = !sv_cma_disabled() && sv_cma_probe(c->peer_pid, ack->va);
-			c->peer_maps.pid = c->peer_pid;
-			c->pull_ok = c->cma_ok && (ack->flags & SV_WF_PULL) && pull_wanted;
-			sv_conn_shm_start(c);
-		}
+	    sv_conn_same_user(c) && take_shared(c, 0)) {
+		take_wake(c, 2 + SV_SHM_PEER_FDS, ack->data1);
+		c->peer_pd = ack->rkey;
+		c->peer_access = ack->qkey;
+		c->cma_ok = !sv_cma_disabled() && sv_cma_probe(c->peer_pid, ack->va);
+		c->peer_maps.pid = c->peer_pid;
+		c->pull_ok = c->cma_ok && (ack->flags & SV_WF_PULL) && pull_wanted;
+		sv_conn_shm_start(c);
 	}
 	sv_conn_drop_rx_fds(c);
 	if (!(c->caps & SV_CAP_MAPPED)) {

@@ -86,6 +86,7 @@ static struct sv_shm_peer *peer_new(struct sv_node *node, const int *fds, const 
 
 	if (!p)
 		return NULL;
+	sv_list_init(&p->wakes);
 	p->h.fd = fds[1];
 	p->h.fn = on_gone;
 	p->bell = fds[0];
@@ -146,7 +147,68 @@ void sv_shm_peer_put(struct sv_shm_peer *p)
 		sv_node_unwatch(node, &p->h);
 	close(p->h.fd);
 	close(p->bell);
-	free(p);
+	free(p);                          /* (its channels put their wakes first) */
+}
+
+/* ---- their sleepers' descriptors ---- */
+
+struct shm_wake {
+	struct sv_list link;         /* p->wakes */
+	uint64_t id;
+	int fd;
+	int refs;
+};
+
+/* The one named `id`, or (id 0) the one whose copy `fd` is (node lock). */
+static struct shm_wake *wake_find(struct sv_shm_peer *p, uint64_t id, int fd)
+{
+	struct sv_list *pos;
+
+	sv_list_for_each(pos, &p->wakes) {
+		struct shm_wake *q = sv_container_of(pos, struct shm_wake, link);
+
+		if (id ? q->id == id : q->fd == fd)
+			return q;
+	}
+	return NULL;
+}
+
+int sv_shm_peer_wake_get(struct sv_shm_peer *p, uint64_t id, int fd)
+{
+	struct shm_wake *w;
+
+	if (fd < 0 || !id)
+		return fd;                   /* not named: the channel's own */
+	pthread_mutex_lock(&p->node->lock);
+	w = wake_find(p, id, -1);
+	if (w) {
+		w->refs++;
+		close(fd);                   /* a copy of the one we keep */
+		fd = w->fd;
+	} else if ((w = calloc(1, sizeof(*w)))) {
+		w->id = id;
+		w->fd = fd;
+		w->refs = 1;
+		sv_list_add_tail(&p->wakes, &w->link);
+	}
+	pthread_mutex_unlock(&p->node->lock);
+	return fd;
+}
+
+void sv_shm_peer_wake_put(struct sv_shm_peer *p, int fd)
+{
+	struct shm_wake *w;
+	bool last = true;                    /* the channel's own, or the last user */
+
+	pthread_mutex_lock(&p->node->lock);
+	w = wake_find(p, 0, fd);
+	if (w && (last = --w->refs == 0))
+		sv_list_del(&w->link);
+	pthread_mutex_unlock(&p->node->lock);
+	if (last) {
+		close(fd);
+		free(w);
+	}
 }
 
 void sv_shm_peer_ring(const struct sv_shm_peer *p)

@@ -35,6 +35,7 @@ struct sv_shm_peer {
 	ino_t ino;
 	int refs;                    /* channels (node lock) */
 	bool gone;                   /* its life line broke (node lock) */
+	struct sv_list wakes;        /* its sleepers' descriptors we hold (node lock) */
 };
 
 #define SV_SHM_PEER_FDS 2            /* the bell, the life line */
@@ -53,5 +54,11 @@ void sv_shm_life_forget_after_fork(struct sv_node *node);
 struct sv_shm_peer *sv_shm_peer_get(struct sv_node *node, const int *fds);
 void sv_shm_peer_put(struct sv_shm_peer *p);
 void sv_shm_peer_ring(const struct sv_shm_peer *p);
+
+/* The descriptor of the peer's completion channel `id` (its handshake's
+ * name for it), `fd` being a copy (taken): one kept per id, counted per
+ * channel; -1 if none.  Put it back when the channel closes. */
+int sv_shm_peer_wake_get(struct sv_shm_peer *p, uint64_t id, int fd);
+void sv_shm_peer_wake_put(struct sv_shm_peer *p, int fd);
 
 #endif
