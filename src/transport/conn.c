@@ -71,6 +71,7 @@ struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool co
 	sv_conn_tune_socket(fd);
 	c->want_out = !connected;
 	c->wake_fd = c->peer_wake_fd = -1;
+	c->peer_maps.pidfd = -1;
 	if (sv_fault_stream_attach(c, ops == &sv_tcp_ops ? SV_FAULT_TCP : SV_FAULT_UNIX)) {
 		free(c);
 		return NULL;

@@ -70,11 +70,14 @@ static bool take_shared(struct sv_conn *c, int at)
 	c->peer_seg = sv_seg_map(c->rx_fds[at]);
 	c->peer_board = c->peer_seg ? sv_board_map(c->rx_fds[at + 1]) : NULL;
 	if (c->peer_board) {
-		c->shm_peer = sv_shm_peer_get(c->node, &c->rx_fds[at + 2]);
+		c->shm_peer = sv_shm_peer_get(c->node, &c->rx_fds[at + 2], c->peer_pid);
 		for (int i = 0; i < SV_SHM_PEER_FDS; i++)
 			c->rx_fds[at + 2 + i] = -1;    /* taken */
-		if (c->shm_peer)
+		if (c->shm_peer) {
+			c->peer_maps.pid = c->peer_pid;
+			c->peer_maps.pidfd = c->shm_peer->pidfd;
 			return true;
+		}
 	}
 	sv_board_unmap(c->peer_board);
 	sv_seg_unmap(c->peer_seg);
@@ -128,7 +131,6 @@ uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello)
 	/* Can we read the requester?  Then it may send large SENDs as
 	 * addresses for us to pull. */
 	c->cma_ok = !sv_cma_disabled() && hello->va && sv_cma_probe(c->peer_pid, hello->va);
-	c->peer_maps.pid = c->peer_pid;
 	c->n_tx_fds = 0;
 	if (!offer_shared(c)) {
 		/* (no descriptor left): the opener, without ours, keeps the
@@ -153,7 +155,6 @@ bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bo
 		c->peer_pd = ack->rkey;
 		c->peer_access = ack->qkey;
 		c->cma_ok = !sv_cma_disabled() && sv_cma_probe(c->peer_pid, ack->va);
-		c->peer_maps.pid = c->peer_pid;
 		c->pull_ok = c->cma_ok && (ack->flags & SV_WF_PULL) && pull_wanted;
 		sv_conn_shm_start(c);
 	}

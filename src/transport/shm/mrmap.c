@@ -336,10 +336,6 @@ void sv_mrmap_describe(const struct sv_mrmap *m, int32_t *fd, uint64_t *addr, ui
 
 static int peer_fd(struct sv_peer_maps *pm, int32_t remote_fd)
 {
-	if (!pm->tried) {
-		pm->tried = true;
-		pm->pidfd = (int)syscall(SYS_pidfd_open, pm->pid, 0);
-	}
 	if (pm->pidfd < 0)
 		return -1;
 	return (int)syscall(SYS_pidfd_getfd, pm->pidfd, remote_fd, 0);
@@ -482,7 +478,6 @@ void sv_peer_maps_clear(struct sv_peer_maps *pm)
 		if (pm->v[i].local)
 			munmap(pm->v[i].local, pm->v[i].len);
 	free(pm->v);
-	if (pm->tried && pm->pidfd >= 0)
-		close(pm->pidfd);
 	memset(pm, 0, sizeof(*pm));
+	pm->pidfd = -1;
 }

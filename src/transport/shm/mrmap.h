@@ -49,8 +49,7 @@ struct sv_peer_map {
 struct sv_peer_maps {
 	struct sv_peer_map *v;
 	uint32_t n, cap;
-	bool tried;                  /* pidfd_open was called */
-	int pidfd;                   /* the peer process, -1: unusable */
+	int pidfd;                   /* the peer process's (shm/peer.h: not ours), -1: none */
 	pid_t pid;
 };
 

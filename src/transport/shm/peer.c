@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "transport/shm/peer.h"
@@ -80,12 +81,14 @@ static struct sv_shm_peer *peer_find(struct sv_node *node, const struct stat *st
 	return NULL;
 }
 
-static struct sv_shm_peer *peer_new(struct sv_node *node, const int *fds, const struct stat *st)
+static struct sv_shm_peer *peer_new(struct sv_node *node, const int *fds, const struct stat *st,
+				    pid_t pid)
 {
 	struct sv_shm_peer *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return NULL;
+	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	sv_list_init(&p->wakes);
 	p->h.fd = fds[1];
 	p->h.fn = on_gone;
@@ -96,13 +99,15 @@ static struct sv_shm_peer *peer_new(struct sv_node *node, const int *fds, const 
 	p->refs = 1;
 	/* no events asked for: a pipe's writer always hears of its last reader */
 	if (sv_node_watch(node, &p->h, 0)) {
+		if (p->pidfd >= 0)
+			close(p->pidfd);
 		free(p);
 		return NULL;
 	}
 	return p;
 }
 
-struct sv_shm_peer *sv_shm_peer_get(struct sv_node *node, const int *fds)
+struct sv_shm_peer *sv_shm_peer_get(struct sv_node *node, const int *fds, pid_t pid)
 {
 	struct sv_shm_peer *p = NULL;
 	struct stat st;
@@ -113,7 +118,7 @@ struct sv_shm_peer *sv_shm_peer_get(struct sv_node *node, const int *fds)
 		if (p)
 			p->refs++;
 		pthread_mutex_unlock(&node->lock);
-		if (!p && (p = peer_new(node, fds, &st))) {
+		if (!p && (p = peer_new(node, fds, &st, pid))) {
 			pthread_mutex_lock(&node->lock);
 			sv_list_add_tail(&node->shm_peers, &p->link);
 			pthread_mutex_unlock(&node->lock);
@@ -147,6 +152,8 @@ void sv_shm_peer_put(struct sv_shm_peer *p)
 		sv_node_unwatch(node, &p->h);
 	close(p->h.fd);
 	close(p->bell);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
 	free(p);                          /* (its channels put their wakes first) */
 }
 

@@ -36,6 +36,7 @@ struct sv_shm_peer {
 	int refs;                    /* channels (node lock) */
 	bool gone;                   /* its life line broke (node lock) */
 	struct sv_list wakes;        /* its sleepers' descriptors we hold (node lock) */
+	int pidfd;                   /* the process (pidfd_open at its first handshake), -1: none */
 };
 
 #define SV_SHM_PEER_FDS 2            /* the bell, the life line */
@@ -49,9 +50,11 @@ int sv_shm_peer_offer(struct sv_node *node, int *fds);
  * see it break when the parent goes, child or not. */
 void sv_shm_life_forget_after_fork(struct sv_node *node);
 
-/* The peer process whose bell and life line fds[0..1] are (taken: kept
- * or closed), counted once more; NULL if it cannot be watched. */
-struct sv_shm_peer *sv_shm_peer_get(struct sv_node *node, const int *fds);
+/* The peer process `pid`, whose bell and life line fds[0..1] are (taken:
+ * kept or closed), counted once more; NULL if it cannot be watched.  Its
+ * pidfd is opened while the handshake shows it alive, so a reused pid is
+ * never taken for it (mapping its memory uses it, shm/mrmap.h). */
+struct sv_shm_peer *sv_shm_peer_get(struct sv_node *node, const int *fds, pid_t pid);
 void sv_shm_peer_put(struct sv_shm_peer *p);
 void sv_shm_peer_ring(const struct sv_shm_peer *p);
 
