@@ -566,15 +566,6 @@ static void release_held_acks(struct sv_cq *cq)
 	serve_held(cq, held, collect_held(cq, held, 0, 16));
 }
 
-/* Does this ring channel need serving: input for us, or room for a
- * transmit that was blocked? */
-static bool ring_ready(struct sv_conn *c)
-{
-	return sv_chan_has_input(c) ||
-	       (__atomic_load_n(&c->want_out, __ATOMIC_RELAXED) &&
-		sv_ring_writable(c->shm.tx, c->shm.size));
-}
-
 /* Serve the CQ's ready ring channels, at most 64 per poll, round-robin so
  * that none waits for ever.  The scanned list is read without drive_lock,
  * which every poll would otherwise take (conns_add keeps the arrays; a
@@ -596,7 +587,7 @@ static int scan_rings(struct sv_cq *cq, struct sv_conn **ready)
 
 		if (++at == total)
 			at = 0;
-		if (ring_ready(c)) {
+		if (sv_conn_shm_ready(c)) {
 			ready[k++] = c;
 			if (k == SV_DRIVE_MAX)
 				__atomic_store_n(&cq->drive_next, at, __ATOMIC_RELAXED);
@@ -620,7 +611,7 @@ static int board_rings(struct sv_cq *cq, struct sv_conn **ready, int max)
 		return 0;
 	n = sv_board_take(ring_of, cq, got, max, &cq->board_cursor);
 	for (int i = 0; i < n; i++)
-		if (ring_ready(got[i]))
+		if (sv_conn_shm_ready(got[i]))
 			ready[k++] = got[i];
 	return k;
 }
@@ -635,7 +626,7 @@ static int drive_rings(struct sv_cq *cq)
 	for (int i = 0; i < k; i++) {
 		left += !drive_one(ready[i]);
 		/* served in part, or left to another thread: the next poll looks again */
-		if (ready[i]->shm.slot && ring_ready(ready[i]))
+		if (ready[i]->shm.slot && sv_conn_shm_ready(ready[i]))
 			sv_conn_board_remind(ready[i]);
 	}
 	return left;

@@ -280,6 +280,10 @@ uint64_t sv_conn_rings_take(struct sv_conn *c, const struct sv_wire_hdr *hello);
 bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bool pull_wanted);
 /* ring channels (shm/ringchan.c): their ops' functions */
 bool sv_conn_shm_has_input(const struct sv_conn *c);
+/* Does the ring channel need serving: input for us, or room for a write
+ * of ours that waited?  (A poll's look; the progress thread's also looks
+ * for the end, sv_conn_peer_left.) */
+bool sv_conn_shm_ready(const struct sv_conn *c);
 /* The peer's QP left the connected states (it marked the rings), or the
  * peer process has gone (we did). */
 bool sv_conn_peer_left(const struct sv_conn *c);

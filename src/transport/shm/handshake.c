@@ -1,9 +1,8 @@
 /*
  * The same-host part of a channel's handshake: shared-memory rings, the
  * segments of registered memory and the process's bell and life line
- * (shm/peer.h),
- * offered by the opener in its HELLO, taken by the acceptor in its
- * HELLO_ACK, and switched on at both ends.  Only a same-host peer of our
+ * (shm/peer.h), offered by the opener in its HELLO, taken by the acceptor
+ * in its HELLO_ACK, and switched on at both ends.  Only a same-host peer of our
  * own user (SO_PEERCRED on the unix socket) gets them; any other keeps the
  * socket (docs/security.md).
  */
@@ -107,8 +106,8 @@ uint64_t sv_conn_rings_offer(struct sv_conn *c)
 /* Were rings offered, by a peer of our own user, and do they map? */
 static bool rings_acceptable(struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	if (!(h->flags & SV_WF_SHM) || c->n_rx_fds < 3 + SV_SHM_PEER_FDS || sv_force_tcp() || c->fault ||
-	    !sv_conn_same_user(c))
+	if (!(h->flags & SV_WF_SHM) || c->n_rx_fds < 3 + SV_SHM_PEER_FDS || sv_force_tcp() ||
+	    c->fault || !sv_conn_same_user(c))
 		return false;
 	/* the rings first: their magic says the peer's layout is ours */
 	if (sv_shm_chan_attach(&c->shm, c->rx_fds[0]))
@@ -170,8 +169,9 @@ bool sv_conn_rings_answered(struct sv_conn *c, const struct sv_wire_hdr *ack, bo
 	return true;
 }
 
+/* Our receive ring's mark is enough: whoever marks the rings marks it
+ * (first, when it is the peer's transmit ring). */
 bool sv_conn_peer_left(const struct sv_conn *c)
 {
-	return (c->caps & SV_CAP_MAPPED) && (__atomic_load_n(&c->shm.rx->closed, __ATOMIC_SEQ_CST) ||
-			     __atomic_load_n(&c->shm.tx->closed, __ATOMIC_SEQ_CST));
+	return (c->caps & SV_CAP_MAPPED) && __atomic_load_n(&c->shm.rx->closed, __ATOMIC_SEQ_CST);
 }

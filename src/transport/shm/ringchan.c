@@ -125,13 +125,6 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 	return r;
 }
 
-/* Our receive ring's end: the peer closed the channel (it marks both
- * rings), we cut it, or the peer process went (we mark this one). */
-static bool ring_ended(const struct sv_conn *c)
-{
-	return __atomic_load_n(&c->shm.rx->closed, __ATOMIC_SEQ_CST);
-}
-
 /* A closed ring is the socket's EOF: after the last record (the peer's
  * records come before its mark, so one more look after seeing the mark
  * finds them all). */
@@ -140,7 +133,7 @@ static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
 	struct sv_ring *rx = c->shm.rx;
 	size_t r = sv_ring_read(rx, c->shm.rx_data, c->shm.size, iov, n, &c->shm.rx_rd);
 
-	if (!r && ring_ended(c) &&
+	if (!r && sv_conn_peer_left(c) &&
 	    !(r = sv_ring_read(rx, c->shm.rx_data, c->shm.size, iov, n, &c->shm.rx_rd))) {
 		c->dead = true;
 		return -EPIPE;
@@ -216,6 +209,13 @@ bool sv_conn_shm_has_input(const struct sv_conn *c)
 	       (c->outbound && shm_ack_moved(c, &w));
 }
 
+bool sv_conn_shm_ready(const struct sv_conn *c)
+{
+	return sv_conn_shm_has_input(c) ||
+	       (__atomic_load_n(&c->want_out, __ATOMIC_RELAXED) &&
+		sv_ring_writable(c->shm.tx, c->shm.size));
+}
+
 const struct sv_chan_ops sv_ring_ops = {
 	.name = "shared memory",
 	.caps = SV_CAP_MAPPED | SV_CAP_ACK_WORD | SV_CAP_HOLD | SV_CAP_SHORT_HDR,
@@ -277,10 +277,8 @@ int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, b
 		if (!__atomic_load_n(&c->shm.rx->consumer_wants_wake, __ATOMIC_SEQ_CST))
 			__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
 		/* (a deferred channel is its QP lock holder's to serve) */
-		if ((sv_conn_shm_has_input(c) || ring_ended(c) ||
-		     __atomic_load_n(&c->shm.tx->producer_wants_wake, __ATOMIC_RELAXED) ||
-		     (__atomic_load_n(&c->want_out, __ATOMIC_RELAXED) &&
-		      sv_ring_writable(c->shm.tx, c->shm.size))) &&
+		if ((sv_conn_shm_ready(c) || sv_conn_peer_left(c) ||
+		     __atomic_load_n(&c->shm.tx->producer_wants_wake, __ATOMIC_RELAXED)) &&
 		    !__atomic_load_n(&c->deferred, __ATOMIC_RELAXED) && n < max)
 			ready[n++] = c;
 	}
