@@ -23,11 +23,11 @@ int sv_unix_listen_on(const char *prefix, uint16_t port, int type);
 int sv_unix_connect_to(const char *prefix, uint16_t port, int type);
 int sv_unix_listen(uint16_t port);
 int sv_unix_connect(uint16_t port);
-/* sendmsg/recvmsg with up to SV_UNIX_MAX_FDS descriptors; recv stores
- * received fds in fds[*nfds..max) and closes any more. */
 /* The most descriptors one message carries (a channel's handshake: its
  * SV_CONN_MAX_FDS; a UD ring's offer: one). */
 #define SV_UNIX_MAX_FDS 8
+/* sendmsg/recvmsg with up to SV_UNIX_MAX_FDS descriptors; recv stores
+ * received fds in fds[*nfds..max) and closes any more. */
 ssize_t sv_unix_send(int fd, const struct iovec *iov, int n, const int *fds, int nfds);
 ssize_t sv_unix_recv(int fd, const struct iovec *iov, int n, int *fds, int *nfds, int max);
 int sv_unix_peer(int fd, pid_t *pid, uid_t *uid);
