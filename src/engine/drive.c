@@ -610,9 +610,13 @@ static int board_rings(struct sv_cq *cq, struct sv_conn **ready, int max)
 	if (__atomic_load_n(&cq->nscan, __ATOMIC_RELAXED) == __atomic_load_n(&cq->nrings, __ATOMIC_RELAXED))
 		return 0;
 	n = sv_board_take(ring_of, cq, got, max, &cq->board_cursor);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		/* a writer that rang for it cleared its flag: the progress
+		 * thread, which no longer looks at it, does not set it again */
+		sv_conn_shm_rearm(got[i]);
 		if (sv_conn_shm_ready(got[i]))
 			ready[k++] = got[i];
+	}
 	return k;
 }
 

@@ -632,12 +632,17 @@ static void conn_serve(struct sv_conn *c, uint32_t events)
 		if (!gone && sv_node_on_progress_thread(c->node) &&
 		    sv_engine_poller_active(c, sv_now_ns())) {
 			c->node->rings_left = true;        /* look again soon */
+			sv_conn_board_remind(c);           /* the bit it took is the poller's */
 			return;
 		}
 		sv_xmit_flush(c);
 		sv_rx_process(c);
 		if (gone)
 			c->dead = true;
+		/* served in part (fairness, no memory): no writer's bit says
+		 * so, and the progress thread looks at the board, not the ring */
+		else if (c->shm.slot && sv_conn_shm_ready(c))
+			sv_conn_board_remind(c);
 	} else {
 		bool was_paused = c->paused;
 

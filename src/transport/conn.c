@@ -68,6 +68,7 @@ struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool co
 	c->caps = ops->caps;
 	sv_list_init(&c->pending_link);
 	sv_list_init(&c->shm_link);
+	sv_list_init(&c->scan_link);
 	sv_conn_tune_socket(fd);
 	c->want_out = !connected;
 	c->wake_fd = c->peer_wake_fd = -1;
@@ -219,6 +220,7 @@ void sv_conn_close(struct sv_conn *c)
 	c->peer_wake_fd = -1;
 	pthread_mutex_lock(&node->lock);
 	sv_list_del(&c->shm_link);
+	sv_list_del(&c->scan_link);
 	sv_list_del(&c->pending_link);
 	sv_list_add_tail(&node->graveyard, &c->pending_link);
 	pthread_mutex_unlock(&node->lock);

@@ -333,11 +333,14 @@ static int run_timers(struct sv_node *node)
  * SV_SHM_IDLE_MS, the stamp is cleared first (0: "asleep", writers ring
  * without looking further), and the bound, left for a doorbell lost to a
  * writer that read the stamp just before, is the longer
- * SV_SHM_IDLE_SLEEP_MS: each wake-up looks at every ring
- * (docs/measurements.md, 'Ring sleep bound'). */
+ * SV_SHM_IDLE_SLEEP_MS (docs/measurements.md, 'Ring sleep bound').  A
+ * wake-up looks at the rings off the board and at those the board names;
+ * at every ring only each SV_SHM_FULL_LOOK_MS, in case a bit went missing
+ * (docs/measurements.md, 'Progress thread: the board'). */
 #define SV_SHM_MAX_SLEEP_MS 5
 #define SV_SHM_IDLE_MS 20
 #define SV_SHM_IDLE_SLEEP_MS 50
+#define SV_SHM_FULL_LOOK_MS 1000
 
 /* Has no application thread polled for SV_SHM_IDLE_MS?  Then the stamp
  * says so (unless a poll stamped it meanwhile). */
@@ -357,9 +360,17 @@ static bool rings_idle(void)
 static int serve_rings(struct sv_node *node, int timeout)
 {
 	struct sv_conn *ready[64];
-	bool any, idle = rings_idle();  /* before the writers are asked */
-	int n = sv_conn_shm_arm_all(node, ready, 64, &any), served = 0;
+	bool idle = rings_idle();       /* before the writers are asked */
 	uint64_t now = sv_now_ns();
+	struct sv_ring_look look = {
+		.full = now - node->rings_full_ns >= SV_SHM_FULL_LOOK_MS * 1000000ull
+	};
+	int n, served = 0;
+
+	if (look.full)
+		node->rings_full_ns = now;
+	n = sv_conn_shm_arm_all(node, ready, 64, &look);
+	now = sv_now_ns();
 
 	for (int i = 0; i < n; i++) {
 		/* (a ring's end is ours to serve: pollers do not look for it) */
@@ -379,7 +390,7 @@ static int serve_rings(struct sv_node *node, int timeout)
 		if (timeout < 0 || timeout > 1)
 			return 1;
 	}
-	if (any) {
+	if (look.any) {
 		int bound = idle ? SV_SHM_IDLE_SLEEP_MS : SV_SHM_MAX_SLEEP_MS;
 
 		if (timeout < 0 || timeout > bound)
@@ -696,6 +707,7 @@ static struct sv_node *node_create(const struct sv_upcalls *up)
 	sv_list_init(&node->cmds);
 	sv_list_init(&node->graveyard);
 	sv_list_init(&node->shm_conns);
+	sv_list_init(&node->shm_scan);
 	sv_list_init(&node->shm_peers);
 	node->life_r = node->life_w = -1;
 	node_set_address(node);

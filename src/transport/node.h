@@ -100,6 +100,9 @@ struct sv_node {
 	struct sv_list cmds;
 	struct sv_list graveyard;    /* closed conns (node lock) */
 	struct sv_list shm_conns;    /* ring channels (node lock) */
+	struct sv_list shm_scan;     /* those of them not known to be on the board (node lock) */
+	uint32_t board_cursor;       /* progress thread: where its next look at the board starts */
+	uint64_t rings_full_ns;      /* progress thread: its last look at every ring */
 	int life_r, life_w;          /* our life line's pipe, handed to same-host peers (shm/peer.h) */
 	struct sv_list shm_peers;    /* theirs, with their bells, one per process (node lock) */
 	bool rings_left;             /* progress thread left ready rings to a poller */

@@ -129,6 +129,7 @@ struct sv_conn {
 	 * (SV_CAP_MAPPED, ops sv_ring_ops) */
 	struct sv_shm_chan shm;
 	struct sv_list shm_link;     /* node's list of ring channels */
+	struct sv_list scan_link;    /* node's ring channels off the board (node lock) */
 	struct sv_shm_peer *shm_peer;    /* the peer process (counted), from the handshake */
 	const struct sv_seg *peer_seg;   /* the peer's published MR table (read-only) */
 	struct sv_board *peer_board;     /* where we tell the peer to look (shm/board.h) */
@@ -223,8 +224,15 @@ void sv_conn_shm_start(struct sv_conn *c);
 struct sv_shm_peer;
 void sv_conn_shm_peer_gone(struct sv_node *node, struct sv_shm_peer *p);
 /* Progress thread, before sleeping: ask writers for a doorbell; returns the
- * ring channels that already hold data (up to max). */
-int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, bool *any);
+ * ring channels that already hold data (up to max).  It looks at the rings
+ * off the board and at those the board names, or (`full`) at every ring. */
+struct sv_ring_look {
+	bool full;                   /* in: every ring */
+	bool any;                    /* out: ring channels exist */
+};
+int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, struct sv_ring_look *look);
+/* A ring channel taken from the board: writers ring its doorbell again. */
+void sv_conn_shm_rearm(struct sv_conn *c);
 /* ibv_dereg_mr, once the MR left the segment: wait for same-host peers'
  * announced cross-memory-attach copies of MR `slot` (shm/cma.h) to end, at
  * most SV_DIRECT_WAIT_NS; a peer still at it then loses its channel. */

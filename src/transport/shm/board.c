@@ -159,7 +159,7 @@ bool sv_conn_board_join(struct sv_conn *c)
 	if (!(c->caps & SV_CAP_MAPPED) || c->shm.slot || sv_board_fd() < 0 ||
 	    !(slot = slot_alloc(c)))
 		return false;
-	c->shm.slot = slot;
+	__atomic_store_n(&c->shm.slot, slot, __ATOMIC_RELEASE);   /* the progress thread reads it */
 	__atomic_store_n(&c->shm.rx->consumer_slot, slot, __ATOMIC_SEQ_CST);
 	sv_conn_board_remind(c);         /* what came before the peer saw the slot */
 	return true;
@@ -181,7 +181,7 @@ void sv_conn_board_leave(struct sv_conn *c)
 		__atomic_store_n(&c->shm.rx->consumer_slot, 0, __ATOMIC_SEQ_CST);
 	if (slot_ours(c))
 		slot_free(c->shm.slot);
-	c->shm.slot = 0;
+	__atomic_store_n(&c->shm.slot, 0, __ATOMIC_RELEASE);
 }
 
 void sv_conn_board_remind(struct sv_conn *c)

@@ -14,6 +14,7 @@
 #include "transport/transport.h"
 #include "util/log.h"
 #include "util/time.h"
+#include "util/tsan.h"
 
 /* ---- doorbells: its bell wakes the peer's progress thread ---- */
 
@@ -125,6 +126,19 @@ static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
 	return r;
 }
 
+/* Does the writer wait for the room we just made?  Dekker with
+ * shm_writev: our head's (release) store before our look at its flag, its
+ * flag's store before its look at our head. */
+static bool writer_waits(struct sv_ring *rx)
+{
+#ifdef SV_TSAN
+	return __atomic_fetch_or(&rx->producer_wants_wake, 0, __ATOMIC_SEQ_CST);  /* TSan has no fences */
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return __atomic_load_n(&rx->producer_wants_wake, __ATOMIC_SEQ_CST);
+#endif
+}
+
 /* A closed ring is the socket's EOF: after the last record (the peer's
  * records come before its mark, so one more look after seeing the mark
  * finds them all). */
@@ -138,7 +152,7 @@ static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
 		c->dead = true;
 		return -EPIPE;
 	}
-	if (r && __atomic_load_n(&rx->producer_wants_wake, __ATOMIC_SEQ_CST)) {
+	if (r && writer_waits(rx)) {
 		sv_conn_board_post(c);   /* room for the writer's waiting bytes */
 		ring_doorbell(c, &rx->producer_wants_wake, NULL);
 	}
@@ -245,6 +259,7 @@ void sv_conn_shm_start(struct sv_conn *c)
 	sv_conn_drop_socket(c);
 	pthread_mutex_lock(&node->lock);
 	sv_list_add_tail(&node->shm_conns, &c->shm_link);
+	sv_list_add_tail(&node->shm_scan, &c->scan_link);
 	if (c->shm_peer->gone)           /* gone before the channel was listed */
 		__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&node->lock);
@@ -258,31 +273,89 @@ void sv_conn_shm_peer_gone(struct sv_node *node, struct sv_shm_peer *p)
 	sv_list_for_each(pos, &node->shm_conns) {
 		struct sv_conn *c = sv_container_of(pos, struct sv_conn, shm_link);
 
-		if (c->shm_peer == p)
-			__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
+		if (c->shm_peer != p)
+			continue;
+		__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
+		sv_conn_board_remind(c);         /* for the look at the board */
 	}
 }
 
-int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, bool *any)
+void sv_conn_shm_rearm(struct sv_conn *c)
 {
-	struct sv_list *pos, *tmp;
+	/* still set from the last sleep unless a writer rang since */
+	if (!__atomic_load_n(&c->shm.rx->consumer_wants_wake, __ATOMIC_SEQ_CST))
+		__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Rearmed; anything for the progress thread?  (A deferred channel is its
+ * QP lock holder's to serve.) */
+static bool look_ready(struct sv_conn *c)
+{
+	sv_conn_shm_rearm(c);
+	return (sv_conn_shm_ready(c) || sv_conn_peer_left(c) ||
+		__atomic_load_n(&c->shm.tx->producer_wants_wake, __ATOMIC_RELAXED)) &&
+	       !__atomic_load_n(&c->deferred, __ATOMIC_RELAXED);
+}
+
+static bool on_board(const struct sv_conn *c)
+{
+	return __atomic_load_n(&c->shm.slot, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* The rings off the board (those that joined it since leave the list), or
+ * every ring. */
+static int look_list(struct sv_node *node, struct sv_conn **ready, int max, bool full)
+{
+	struct sv_list *head = full ? &node->shm_conns : &node->shm_scan, *pos, *tmp;
 	int n = 0;
 
-	pthread_mutex_lock(&node->lock);
-	*any = !sv_list_empty(&node->shm_conns);
-	sv_list_for_each_safe(pos, tmp, &node->shm_conns) {
-		struct sv_conn *c = sv_container_of(pos, struct sv_conn, shm_link);
+	sv_list_for_each_safe(pos, tmp, head) {
+		struct sv_conn *c = full ? sv_container_of(pos, struct sv_conn, shm_link) :
+				    sv_container_of(pos, struct sv_conn, scan_link);
 
-		/* still set from the last sleep unless a writer rang since */
-		if (!__atomic_load_n(&c->shm.rx->consumer_wants_wake, __ATOMIC_SEQ_CST))
-			__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
-		/* (a deferred channel is its QP lock holder's to serve) */
-		if ((sv_conn_shm_ready(c) || sv_conn_peer_left(c) ||
-		     __atomic_load_n(&c->shm.tx->producer_wants_wake, __ATOMIC_RELAXED)) &&
-		    !__atomic_load_n(&c->deferred, __ATOMIC_RELAXED) && n < max)
+		if (look_ready(c) && n < max)
 			ready[n++] = c;
+		if (!full && on_board(c))
+			sv_list_del(&c->scan_link);      /* its writers set its bit from now on */
 	}
+	return n;
+}
+
+static bool node_takes(const struct sv_conn *c, const void *node)
+{
+	return c->node == node;
+}
+
+/* The rings the board names: their writers set the bits, so a look costs
+ * what has work, not what is connected (docs/measurements.md, 'Progress
+ * thread: the board').  Channels are freed only by this thread (sv_conn_reap). */
+static int look_board(struct sv_node *node, struct sv_conn **ready, int max)
+{
+	int k = sv_board_take(node_takes, node, ready, max, &node->board_cursor), n = 0;
+
+	for (int i = 0; i < k; i++) {
+		struct sv_conn *c = ready[i];
+
+		if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE))
+			continue;
+		if (look_ready(c))
+			ready[n++] = c;
+		else if (__atomic_load_n(&c->deferred, __ATOMIC_RELAXED))
+			sv_conn_board_remind(c);         /* its bit stays for the next look */
+	}
+	return n;
+}
+
+int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, struct sv_ring_look *look)
+{
+	int n;
+
+	pthread_mutex_lock(&node->lock);
+	look->any = !sv_list_empty(&node->shm_conns);
+	n = look_list(node, ready, max, look->full);
 	pthread_mutex_unlock(&node->lock);
+	if (!look->full && n < max)
+		n += look_board(node, ready + n, max - n);
 	return n;
 }
 
