@@ -5,15 +5,16 @@
 # verdict helpers, which both callers have sourced).
 
 # sv_qperf_figures TEST LOG: did the client report TEST and at least one
-# figure ("latency  =  5.3 us", "bw  =  11 GB/sec", "msg_rate  =  14 K/sec"),
-# and nothing qperf counts as an error?  Prints the figures.
+# figure ("latency  =  5.3 us", "bw  =  11 GB/sec", "msg_rate  =  14 K/sec";
+# qperf groups thousands: "bw  =  1,000 MB/sec"), and nothing qperf counts
+# as an error?  Prints the figures.
 sv_qperf_figures() {
   local test=$1 log=$2
   grep -q "^$test:" "$log" || return 1
   if grep -Eiq 'failed|error|expecting|timed out' "$log"; then
     return 1
   fi
-  grep -E '^ +[a-z_]+ += +[0-9.]+ ' "$log" | sed 's/^ *//; s/  */ /g' | grep . || return 1
+  grep -E '^ +[a-z_]+ += +[0-9][0-9.,]* ' "$log" | sed 's/^ *//; s/  */ /g' | grep . || return 1
 }
 
 # sv_qperf_verdict TEST CLIENT_STATUS SERVER_LOG CLIENT_LOG: the verdict on
