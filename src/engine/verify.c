@@ -56,7 +56,7 @@ static int candidates(struct sv_qp *qp, struct sv_conn **out)
 
 	pthread_mutex_lock(&node->lock);
 	sv_list_for_each_safe(pos, tmp, &node->pending) {
-		struct sv_conn *c = sv_container_of(pos, struct sv_conn, pending_link);
+		struct sv_conn *c = sv_container_of(pos, struct sv_conn, node_link);
 
 		if (c->qc->qp == qp && !__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) &&
 		    n < SV_CANDS_MAX)
@@ -80,7 +80,7 @@ static void bind_channel(struct sv_qp *qp, struct sv_conn *c)
 	struct sv_node *node = c->node;
 
 	pthread_mutex_lock(&node->lock);
-	sv_list_del(&c->pending_link);
+	sv_list_del(&c->node_link);
 	pthread_mutex_unlock(&node->lock);
 	set_state(c, SV_PEER_VERIFIED);
 	if (qp->in) {

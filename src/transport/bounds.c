@@ -71,7 +71,7 @@ bool sv_node_pending_room(struct sv_pgroup *g)
 	 * close) needs to know nothing about this bound. */
 	pthread_mutex_lock(&node->lock);
 	sv_list_for_each_safe(pos, tmp, &node->pending)
-		n += sv_container_of(pos, struct sv_conn, pending_link)->group == g;
+		n += sv_container_of(pos, struct sv_conn, node_link)->group == g;
 	pthread_mutex_unlock(&node->lock);
 	if (n < node->pending_max)
 		return true;
@@ -87,7 +87,7 @@ void sv_node_pending_add(struct sv_pgroup *g, struct sv_conn *c)
 	c->group = g;
 	c->pending_since = sv_now_ns();
 	pthread_mutex_lock(&node->lock);
-	sv_list_add_tail(&node->pending, &c->pending_link);
+	sv_list_add_tail(&node->pending, &c->node_link);
 	pthread_mutex_unlock(&node->lock);
 	if (!node->pending_due)      /* an earlier one is due first otherwise */
 		node->pending_due = c->pending_since + SV_PENDING_TTL_NS;
@@ -107,7 +107,7 @@ static int reap_pending(struct sv_node *node, uint64_t now)
 		return ms_until(node->pending_due, now);
 	pthread_mutex_lock(&node->lock);
 	sv_list_for_each_safe(pos, tmp, &node->pending) {
-		struct sv_conn *c = sv_container_of(pos, struct sv_conn, pending_link);
+		struct sv_conn *c = sv_container_of(pos, struct sv_conn, node_link);
 		uint64_t at = c->pending_since + SV_PENDING_TTL_NS;
 
 		if (c->pending_told)

@@ -66,9 +66,8 @@ struct sv_conn *sv_conn_new(struct sv_node *node, int fd, bool outbound, bool co
 	c->connected = connected;
 	c->ops = ops;
 	c->caps = ops->caps;
-	sv_list_init(&c->pending_link);
+	sv_list_init(&c->node_link);
 	sv_list_init(&c->shm_link);
-	sv_list_init(&c->scan_link);
 	sv_conn_tune_socket(fd);
 	c->want_out = !connected;
 	c->wake_fd = c->peer_wake_fd = -1;
@@ -220,9 +219,8 @@ void sv_conn_close(struct sv_conn *c)
 	c->peer_wake_fd = -1;
 	pthread_mutex_lock(&node->lock);
 	sv_list_del(&c->shm_link);
-	sv_list_del(&c->scan_link);
-	sv_list_del(&c->pending_link);
-	sv_list_add_tail(&node->graveyard, &c->pending_link);
+	sv_list_del(&c->node_link);
+	sv_list_add_tail(&node->graveyard, &c->node_link);
 	pthread_mutex_unlock(&node->lock);
 }
 
@@ -253,7 +251,7 @@ void sv_conn_reap(struct sv_node *node)
 		return;
 	}
 	sv_list_for_each_safe(pos, tmp, &dead) {
-		struct sv_conn *c = sv_container_of(pos, struct sv_conn, pending_link);
+		struct sv_conn *c = sv_container_of(pos, struct sv_conn, node_link);
 
 		c->node->up->chan_free(c);
 		sv_conn_board_leave(c);

@@ -744,7 +744,7 @@ static void node_destroy(struct sv_node *node)
 		pthread_join(node->thread, NULL);
 	}
 	sv_list_for_each_safe(pos, tmp, &node->pending)
-		sv_conn_close(sv_container_of(pos, struct sv_conn, pending_link));
+		sv_conn_close(sv_container_of(pos, struct sv_conn, node_link));
 	sv_node_linger_reap(node, 0, true);
 	sv_conn_reap(node);
 	sv_dgrings_free(node);

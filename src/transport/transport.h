@@ -110,7 +110,9 @@ struct sv_conn {
 	const struct sv_chan_ops *ops;
 	struct sv_node *node;
 	struct sv_qpchan *qc;        /* the engine's state for it (up->chan_size bytes) */
-	struct sv_list pending_link; /* node's inbound conns awaiting HELLO */
+	struct sv_list node_link;    /* on one node list at a time (node lock): pending (an
+	                              * inbound conn awaiting HELLO), shm_scan (a ring
+	                              * channel off the board) or graveyard */
 	struct sv_pgroup *group;     /* inbound: the port group that accepted it */
 	uint64_t pending_since;      /* inbound: accepted at (ns; transport/bounds.c) */
 	bool pending_told;           /* its handshake time ran out: the engine was told */
@@ -129,7 +131,6 @@ struct sv_conn {
 	 * (SV_CAP_MAPPED, ops sv_ring_ops) */
 	struct sv_shm_chan shm;
 	struct sv_list shm_link;     /* node's list of ring channels */
-	struct sv_list scan_link;    /* node's ring channels off the board (node lock) */
 	struct sv_shm_peer *shm_peer;    /* the peer process (counted), from the handshake */
 	const struct sv_seg *peer_seg;   /* the peer's published MR table (read-only) */
 	struct sv_board *peer_board;     /* where we tell the peer to look (shm/board.h) */

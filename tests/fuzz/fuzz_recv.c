@@ -752,7 +752,7 @@ static struct sv_conn *accept_channel(int fd, bool is_unix)
 	if (!c)
 		DIE("sv_conn_new failed");
 	pthread_mutex_lock(&F.node->lock);
-	sv_list_add_tail(&F.node->pending, &c->pending_link);
+	sv_list_add_tail(&F.node->pending, &c->node_link);
 	pthread_mutex_unlock(&F.node->lock);
 	return c;
 }

@@ -259,7 +259,8 @@ void sv_conn_shm_start(struct sv_conn *c)
 	sv_conn_drop_socket(c);
 	pthread_mutex_lock(&node->lock);
 	sv_list_add_tail(&node->shm_conns, &c->shm_link);
-	sv_list_add_tail(&node->shm_scan, &c->scan_link);
+	sv_list_del(&c->node_link);      /* (a candidate was bound first: verify.c) */
+	sv_list_add_tail(&node->shm_scan, &c->node_link);
 	if (c->shm_peer->gone)           /* gone before the channel was listed */
 		__atomic_store_n(&c->shm.rx->closed, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&node->lock);
@@ -311,12 +312,12 @@ static int look_list(struct sv_node *node, struct sv_conn **ready, int max, bool
 
 	sv_list_for_each_safe(pos, tmp, head) {
 		struct sv_conn *c = full ? sv_container_of(pos, struct sv_conn, shm_link) :
-				    sv_container_of(pos, struct sv_conn, scan_link);
+				    sv_container_of(pos, struct sv_conn, node_link);
 
 		if (look_ready(c) && n < max)
 			ready[n++] = c;
 		if (!full && on_board(c))
-			sv_list_del(&c->scan_link);      /* its writers set its bit from now on */
+			sv_list_del(&c->node_link);      /* its writers set its bit from now on */
 	}
 	return n;
 }
