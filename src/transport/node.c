@@ -335,12 +335,11 @@ static int run_timers(struct sv_node *node)
  * writer that read the stamp just before, is the longer
  * SV_SHM_IDLE_SLEEP_MS (docs/measurements.md, 'Ring sleep bound').  A
  * wake-up looks at the rings off the board and at those the board names;
- * at every ring only each SV_SHM_FULL_LOOK_MS, in case a bit went missing
+ * at every ring only each SOFTVERBS_RING_LOOK_MS, in case a bit went missing
  * (docs/measurements.md, 'Progress thread: the board'). */
 #define SV_SHM_MAX_SLEEP_MS 5
 #define SV_SHM_IDLE_MS 20
 #define SV_SHM_IDLE_SLEEP_MS 50
-#define SV_SHM_FULL_LOOK_MS 1000
 
 /* Has no application thread polled for SV_SHM_IDLE_MS?  Then the stamp
  * says so (unless a poll stamped it meanwhile). */
@@ -362,8 +361,9 @@ static int serve_rings(struct sv_node *node, int timeout)
 	struct sv_conn *ready[64];
 	bool idle = rings_idle();       /* before the writers are asked */
 	uint64_t now = sv_now_ns();
+	uint32_t every = sv_ring_look_ms();
 	struct sv_ring_look look = {
-		.full = now - node->rings_full_ns >= SV_SHM_FULL_LOOK_MS * 1000000ull
+		.full = every && now - node->rings_full_ns >= every * 1000000ull
 	};
 	int n, served = 0;
 

@@ -74,6 +74,14 @@ uint32_t sv_board_after(void)
 	return env_once(&after, "SOFTVERBS_BOARD_AFTER", 32);
 }
 
+/* The progress thread asks before it sleeps; 0: never (the board tests). */
+uint32_t sv_ring_look_ms(void)
+{
+	static int ms = -1;
+
+	return env_once(&ms, "SOFTVERBS_RING_LOOK_MS", 1000);
+}
+
 /* The progress thread asks after each lone request it serves. */
 uint64_t sv_busy_poll_ns(void)
 {

@@ -29,6 +29,7 @@ int sv_pending_max(void);                   /* SOFTVERBS_PENDING_MAX, at least 1
 const char *sv_pcap_dir(void);              /* SOFTVERBS_PCAP, or NULL */
 bool sv_batch_enabled(void);                /* not SOFTVERBS_BATCH=0 */
 uint32_t sv_board_after(void);              /* SOFTVERBS_BOARD_AFTER, read once */
+uint32_t sv_ring_look_ms(void);             /* SOFTVERBS_RING_LOOK_MS, read once */
 uint64_t sv_busy_poll_ns(void);             /* SOFTVERBS_BUSY_POLL_US in ns, read once */
 
 /* SOFTVERBS_FAULT: "[KINDS:]KEY=VALUE,...;..." where KINDS is tcp, unix,
