@@ -413,18 +413,20 @@ bench_report() {  # OUT.md
     echo "| measurement | value |"
     echo "|---|---|"
     local n=$BENCH_SCALE_QPS
-    echo "| qp_scale: RSS per connected RC QP ($n QPs per process, one SEND each way) | $(show_val "scale/host/rss_per_qp/$n") |"
+    echo "| qp_scale: RSS per connected RC QP ($n QPs per process, two SENDs each way) | $(show_val "scale/host/rss_per_qp/$n") |"
     echo "| qp_scale: PSS per connected RC QP | $(show_val "scale/host/pss_per_qp/$n") |"
     echo "| qp_scale: open fds of the process with $n QPs | $(show_val "scale/host/fds/$n") |"
     echo "| qp_scale: threads of the process | $(show_val "scale/host/threads/$n") |"
     echo "| qp_scale: INIT→RTR→RTS of $n QPs | $(show_val "scale/host/connect_ms/$n") |"
-    echo "| qp_scale: one SEND on each of $n QPs, both ways, to the last completion | $(show_val "scale/host/send_ms/$n") |"
+    echo "| qp_scale: one SEND on each of $n QPs, both ways, to the last completion (the channels' handshakes included) | $(show_val "scale/host/send_ms/$n") |"
+    echo "| qp_scale: the same again, every channel up | $(show_val "scale/host/send2_ms/$n") |"
     echo "| qp_scale: SEND ping-pong on one of the $n QPs, one-way | $(show_val "scale/host/pingpong_us/$n") |"
     n=$BENCH_BIG_QPS
     echo "| qp_scale: connected RC QPs per process, of the $n asked (the most that fit under the limit below: one descriptor each while it connects) | $(show_val "scale/host/qps_max/$n") |"
     echo "| qp_scale: the descriptor hard limit of that run | $(show_val "scale/host/fd_limit/$n") |"
     echo "| qp_scale: RSS per connected RC QP with that many | $(show_val "scale/host/rss_per_qp_max/$n") |"
-    echo "| qp_scale: one SEND on each of them, both ways, to the last completion | $(show_val "scale/host/send_ms_max/$n") |"
+    echo "| qp_scale: one SEND on each of them, both ways, to the last completion (handshakes included) | $(show_val "scale/host/send_ms_max/$n") |"
+    echo "| qp_scale: the same again, every channel up | $(show_val "scale/host/send2_ms_max/$n") |"
     echo "| qp_scale: SEND ping-pong on one of them, one-way | $(show_val "scale/host/pingpong_us_max/$n") |"
     n=$BENCH_SCALE_QPS
     echo "| cmtime -c $n: rdma_connect per connection | $(show_val "cmtime/host/connect_us/$n") |"

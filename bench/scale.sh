@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Scale and idle cost, once per run (not repeated):
 #   qp_scale -n 1000      1,000 connected RC QPs in each of two processes,
-#                         one SEND per QP each way: RSS / PSS per QP (KiB),
+#                         one SEND per QP each way, twice (the first time
+#                         the channels connect): RSS / PSS per QP (KiB),
 #                         fds and threads of the process, connect time;
 #                         then a SEND ping-pong on one of them (one-way us)
 #   qp_scale -n 100 -i 10 100 connected QPs and nothing to do for 10 s: CPU
@@ -45,7 +46,8 @@ scale_qp() {
   fi
   if bench_one "scale_qp_$n" 120 env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -n "$n" -d "$SV_DEV"; then
     scale_rec "$n" rss_kib_per_qp:rss_per_qp:KiB pss_kib_per_qp:pss_per_qp:KiB fds:fds:count \
-      threads:threads:count connect_ms:connect_ms:ms send_ms:send_ms:ms pingpong_us:pingpong_us:us
+      threads:threads:count connect_ms:connect_ms:ms send_ms:send_ms:ms send2_ms:send2_ms:ms \
+      pingpong_us:pingpong_us:us
   else
     bench_fail "scale/host/rss_per_qp/$n" KiB "$PAIR_ERR"
   fi
@@ -124,7 +126,7 @@ scale_big() {
   if bench_one "scale_qp_big" 180 env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -n "$n" -l 1000 -d "$SV_DEV"; then
     bench_rec "scale/host/qps_max/$want" count "$n"
     scale_rec "$want" rss_kib_per_qp:rss_per_qp_max:KiB send_ms:send_ms_max:ms \
-      pingpong_us:pingpong_us_max:us
+      send2_ms:send2_ms_max:ms pingpong_us:pingpong_us_max:us
   else
     bench_fail "scale/host/qps_max/$want" count "$n QPs: $PAIR_ERR"
   fi

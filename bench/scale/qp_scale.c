@@ -6,7 +6,10 @@
  * one PD, one CQ and one MR, create QPS RC QPs (default 1000), exchange
  * LID/QPN/PSN over a socketpair, connect QP i of one to QP i of the other
  * (INIT, RTR, RTS) and post one receive on each.  Then both send one SEND
- * on every QP and poll the 2*QPS completions (their sends, the peer's).
+ * on every QP and poll the 2*QPS completions (their sends, the peer's):
+ * the QPs' channels connect on the way (a same-host channel's handshake
+ * comes with its first message).  Then the same once more, every channel
+ * up: the messages alone.
  * Then (-l, default 2000 rounds; 0: none) a SEND ping-pong on the last QP
  * while all the others stay connected: what a poll costs a process with
  * that many QPs shows in its latency.
@@ -17,6 +20,7 @@
  *
  * Prints "name value" lines, for the parent ("p_") and the child ("c_"):
  *   qps, create_ms, connect_ms, send_ms (first SEND to last completion),
+ *   send2_ms (the same, the second time),
  *   rss_kib_base / pss_kib_base (device open, PD, CQ, MR; no QP),
  *   rss_kib / pss_kib (QPS connected QPs, after the SENDs),
  *   rss_kib_per_qp / pss_kib_per_qp ((rss - base) / QPS),
@@ -44,7 +48,7 @@ struct peer_info {
 };
 
 struct result {
-  double create_ms, connect_ms, send_ms, pingpong_us;
+  double create_ms, connect_ms, send_ms, send2_ms, pingpong_us;
   long rss_base, pss_base, rss, pss, threads, fds;
   double idle_s, idle_pct, idle_pct_precise;
 };
@@ -207,6 +211,39 @@ static int wait_wc(struct ibv_cq *cq, int got[2], int recvs, int sends, const ch
   return 0;
 }
 
+/* A receive into QP i's slot. */
+static int post_slot_recv(struct ibv_qp *q, struct ibv_mr *mr, char *buf, int i)
+{
+  struct ibv_sge sge = { (uintptr_t)(buf + (size_t)i * SLOT), SLOT, mr->lkey };
+  struct ibv_recv_wr rw = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+  return ibv_post_recv(q, &rw, &bad);
+}
+
+/* One SEND on every QP, then their completions and the peer's (a receive
+ * waits on each); then the two processes meet.  0, or -1. */
+static int send_all(struct ibv_qp **qp, struct ibv_cq *cq, struct ibv_mr *mr, char *buf,
+                    const char *who, double *ms)
+{
+  uint64_t t0 = svb_now_ns();
+
+  for (int i = 0; i < nqp; i++) {
+    char *p = buf + (size_t)(nqp + i) * SLOT;
+    snprintf(p, SLOT, "%s %d", who, i);
+    struct ibv_sge sge = { (uintptr_t)p, 16, mr->lkey };
+    struct ibv_send_wr sw = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1,
+                              .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+    if (ibv_post_send(qp[i], &sw, &bad)) {
+      fprintf(stderr, "qp_scale[%s]: ibv_post_send #%d failed\n", who, i);
+      return -1;
+    }
+  }
+  if (poll_n(cq, 2 * nqp, who, 60))
+    return -1;
+  *ms = (svb_now_ns() - t0) / 1e6;
+  return 0;
+}
+
 /* One SEND each way per round on `q`, a receive posted before each; the
  * parent starts.  One-way microseconds, or -1. */
 static double pingpong(struct ibv_qp *q, struct ibv_cq *cq, struct ibv_mr *mr, char *slot,
@@ -314,24 +351,16 @@ static void run(int fd, int is_parent, struct result *res)
     STEP(!ibv_modify_qp(qp[i], &b, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
                                        IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                        IBV_QP_MAX_QP_RD_ATOMIC), "RTS #%d", i);
-    struct ibv_sge sge = { (uintptr_t)(buf + (size_t)i * SLOT), SLOT, mr->lkey };
-    struct ibv_recv_wr rw = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1 }, *bad;
-    STEP(!ibv_post_recv(qp[i], &rw, &bad), "ibv_post_recv #%d", i);
+    STEP(!post_slot_recv(qp[i], mr, buf, i), "ibv_post_recv #%d", i);
   }
   res->connect_ms = (svb_now_ns() - t0) / 1e6;
   barrier(fd);
 
-  t0 = svb_now_ns();
-  for (i = 0; i < nqp; i++) {
-    char *p = buf + (size_t)(nqp + i) * SLOT;
-    snprintf(p, SLOT, "%s %d", who, i);
-    struct ibv_sge sge = { (uintptr_t)p, 16, mr->lkey };
-    struct ibv_send_wr sw = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1,
-                              .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
-    STEP(!ibv_post_send(qp[i], &sw, &bad), "ibv_post_send #%d", i);
-  }
-  STEP(!poll_n(cq, 2 * nqp, who, 60), "completions");
-  res->send_ms = (svb_now_ns() - t0) / 1e6;
+  STEP(send_all(qp, cq, mr, buf, who, &res->send_ms) == 0, "first SENDs");
+  for (i = 0; i < nqp; i++)
+    STEP(!post_slot_recv(qp[i], mr, buf, i), "ibv_post_recv #%d", i);
+  barrier(fd);
+  STEP(send_all(qp, cq, mr, buf, who, &res->send2_ms) == 0, "second SENDs");
   barrier(fd);
 
   mem_kib(&res->rss, &res->pss);
@@ -362,8 +391,8 @@ static void run(int fd, int is_parent, struct result *res)
 static void print(const char *pfx, const struct result *r)
 {
   printf("%sqps %d\n", pfx, nqp);
-  printf("%screate_ms %.1f\n%sconnect_ms %.1f\n%ssend_ms %.1f\n", pfx, r->create_ms, pfx,
-         r->connect_ms, pfx, r->send_ms);
+  printf("%screate_ms %.1f\n%sconnect_ms %.1f\n%ssend_ms %.1f\n%ssend2_ms %.1f\n", pfx,
+         r->create_ms, pfx, r->connect_ms, pfx, r->send_ms, pfx, r->send2_ms);
   printf("%srss_kib_base %ld\n%spss_kib_base %ld\n", pfx, r->rss_base, pfx, r->pss_base);
   printf("%srss_kib %ld\n%spss_kib %ld\n", pfx, r->rss, pfx, r->pss);
   printf("%srss_kib_per_qp %.2f\n", pfx, (double)(r->rss - r->rss_base) / nqp);
