@@ -413,7 +413,7 @@ bench_report() {  # OUT.md
     echo "| measurement | value |"
     echo "|---|---|"
     local n=$BENCH_SCALE_QPS
-    echo "| qp_scale: RSS per connected RC QP ($n QPs per process, two SENDs each way) | $(show_val "scale/host/rss_per_qp/$n") |"
+    echo "| qp_scale: RSS per connected RC QP ($n QPs per process, after one SEND each way) | $(show_val "scale/host/rss_per_qp/$n") |"
     echo "| qp_scale: PSS per connected RC QP | $(show_val "scale/host/pss_per_qp/$n") |"
     echo "| qp_scale: open fds of the process with $n QPs | $(show_val "scale/host/fds/$n") |"
     echo "| qp_scale: threads of the process | $(show_val "scale/host/threads/$n") |"
