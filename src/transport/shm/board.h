@@ -7,11 +7,11 @@
  * board').  A CQ's first channels stay off it: a bit costs the writer a
  * fence and a shared line, which a few rings scanned cost less than.
  *
- * The board is only a hint.  A bit set for nothing costs a look; a bit a
- * peer failed to set (one that wrote while its channel joined) is made up
- * by the progress thread, which looks at every ring and reminds the poller
- * of what it finds (transport/node.c).  Peers of our own user map it
- * writable (shm/handshake.c); it holds nothing else.
+ * The progress thread reads it too, for the node's channels (shm/ringchan.c
+ * look_board): whoever takes a bit and leaves the work sets it again.  A
+ * bit set for nothing costs a look; one that went missing would cost up to
+ * SOFTVERBS_RING_LOOK_MS, the progress thread's look at every ring.  Peers
+ * of our own user map it writable (shm/handshake.c); it holds nothing else.
  */
 #ifndef SV_SHM_BOARD_H
 #define SV_SHM_BOARD_H
