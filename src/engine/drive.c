@@ -630,8 +630,7 @@ static int drive_rings(struct sv_cq *cq)
 	for (int i = 0; i < k; i++) {
 		left += !drive_one(ready[i]);
 		/* served in part, or left to another thread: the next poll looks again */
-		if (ready[i]->shm.slot && sv_conn_shm_ready(ready[i]))
-			sv_conn_board_remind(ready[i]);
+		sv_conn_shm_keep(ready[i]);
 	}
 	return left;
 }

@@ -639,10 +639,8 @@ static void conn_serve(struct sv_conn *c, uint32_t events)
 		sv_rx_process(c);
 		if (gone)
 			c->dead = true;
-		/* served in part (fairness, no memory): no writer's bit says
-		 * so, and the progress thread looks at the board, not the ring */
-		else if (c->shm.slot && sv_conn_shm_ready(c))
-			sv_conn_board_remind(c);
+		else     /* served in part (fairness, no memory)? the board must say so */
+			sv_conn_shm_keep(c);
 	} else {
 		bool was_paused = c->paused;
 

@@ -234,6 +234,9 @@ struct sv_ring_look {
 int sv_conn_shm_arm_all(struct sv_node *node, struct sv_conn **ready, int max, struct sv_ring_look *look);
 /* A ring channel taken from the board: writers ring its doorbell again. */
 void sv_conn_shm_rearm(struct sv_conn *c);
+/* One served in part, or left to another thread: on the board and with work
+ * still, its bit again (no writer will set it). */
+void sv_conn_shm_keep(struct sv_conn *c);
 /* ibv_dereg_mr, once the MR left the segment: wait for same-host peers'
  * announced cross-memory-attach copies of MR `slot` (shm/cma.h) to end, at
  * most SV_DIRECT_WAIT_NS; a peer still at it then loses its channel. */

@@ -288,6 +288,12 @@ void sv_conn_shm_rearm(struct sv_conn *c)
 		__atomic_store_n(&c->shm.rx->consumer_wants_wake, 1, __ATOMIC_SEQ_CST);
 }
 
+void sv_conn_shm_keep(struct sv_conn *c)
+{
+	if (c->shm.slot && sv_conn_shm_ready(c))
+		sv_conn_board_remind(c);
+}
+
 /* Rearmed; anything for the progress thread?  (A deferred channel is its
  * QP lock holder's to serve.) */
 static bool look_ready(struct sv_conn *c)
