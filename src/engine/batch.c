@@ -2,8 +2,8 @@
  * Sends batched across posts (socket channels).  Over a network a small
  * message costs little but its system call, and a program that posts a
  * stream of them paid one per message.  So once a QP's posts come in quick
- * succession (a burst: SV_BURST_MIN posts each within SV_BURST_GAP_NS of
- * the last one's end), a post leaves its request queued, and the queued
+ * succession (a burst: SV_BURST_MIN posts each within the gap, 2 us or
+ * SOFTVERBS_BATCH_GAP_US, of the last one's end), a post leaves its request queued, and the queued
  * requests go together, copied into one write (xmit.c's stage), at the
  * first of:
  *   - a post that is not part of the burst, or that makes SV_BATCH_MAX
@@ -22,7 +22,6 @@
 #include "util/env.h"
 #include "util/time.h"
 
-#define SV_BURST_GAP_NS 2000ull       /* from the end of one post to the next */
 #define SV_BURST_MIN 4                /* posts of a burst that go at once */
 #define SV_BATCH_MAX 64               /* requests queued at most */
 
@@ -81,7 +80,7 @@ static void batch_add(struct sv_node *node, struct sv_qp *qp)
 /* May the WQEs just queued on a socket channel's QP wait (a burst)? */
 static bool batch_defer(struct sv_qp *qp)
 {
-	if (sv_now_ns() - qp->post_end_ns >= SV_BURST_GAP_NS) {
+	if (sv_now_ns() - qp->post_end_ns >= sv_batch_gap_ns()) {
 		qp->burst = 0;
 		return false;
 	}

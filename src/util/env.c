@@ -90,6 +90,14 @@ uint64_t sv_busy_poll_ns(void)
 	return (uint64_t)env_once(&us, "SOFTVERBS_BUSY_POLL_US", 50) * 1000;
 }
 
+/* Each post on a socket channel asks. */
+uint64_t sv_batch_gap_ns(void)
+{
+	static int us = -1;
+
+	return (uint64_t)env_once(&us, "SOFTVERBS_BATCH_GAP_US", 2) * 1000;
+}
+
 /* ---- SOFTVERBS_FAULT ---- */
 
 static const char *const fault_kind_name[SV_FAULT_NKINDS] = {

@@ -8,6 +8,7 @@
  *   SOFTVERBS_PENDING_MAX=N     inbound connections awaiting their handshake, per port group (256: one per QP)
  *   SOFTVERBS_FAULT=SPEC        faults injected below the reliability layer (docs/observability.md)
  *   SOFTVERBS_BATCH=0           write every post's request at once (engine/batch.c)
+ *   SOFTVERBS_BATCH_GAP_US=N    posts at most N us apart make a burst that is batched (2)
  *   SOFTVERBS_BOARD_AFTER=N     a CQ's ring channels beyond the first N go on the input board
  *                               (32; transport/shm/board.h)
  *   SOFTVERBS_BUSY_POLL_US=N    the progress thread polls N us after a lone READ it answered
@@ -31,6 +32,7 @@ bool sv_batch_enabled(void);                /* not SOFTVERBS_BATCH=0 */
 uint32_t sv_board_after(void);              /* SOFTVERBS_BOARD_AFTER, read once */
 uint32_t sv_ring_look_ms(void);             /* SOFTVERBS_RING_LOOK_MS, read once */
 uint64_t sv_busy_poll_ns(void);             /* SOFTVERBS_BUSY_POLL_US in ns, read once */
+uint64_t sv_batch_gap_ns(void);             /* SOFTVERBS_BATCH_GAP_US in ns, read once */
 
 /* SOFTVERBS_FAULT: "[KINDS:]KEY=VALUE,...;..." where KINDS is tcp, unix,
  * udp joined by '+' (none: all three), KEY drop, dup, corrupt, delay (a
