@@ -840,9 +840,12 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 	if (__atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED)) {
 		if (!hot_read(cq) && !dgram_rings_read(node, cq))
 			n = epoll_wait(cq->drive_fd, evs, 16, 0);
-		/* next to a system call the clock is cheap: a fresh stamp keeps
-		 * the progress thread from ending a live spin (spin_reap) */
-		poll_stamp(cq);
+		/* a fresher stamp than sv_engine_polling's keeps the progress
+		 * thread from ending a live spin (spin_reap) whose polls read
+		 * much; but the clock costs a tenth of an empty look at a
+		 * socket, so every 4th poll, and after any epoll reported */
+		if (n > 0 || !(__atomic_load_n(&cq->polls, __ATOMIC_RELAXED) & 3))
+			poll_stamp(cq);
 	}
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.u64 & 1) {          /* a port group's datagram socket */
