@@ -3,9 +3,9 @@
  * message costs little but its system call, and a program that posts a
  * stream of them paid one per message.  So once a QP's posts come in quick
  * succession (a burst: SV_BURST_MIN posts each within the gap, 2 us or
- * SOFTVERBS_BATCH_GAP_US, of the last one's end), a post leaves its request queued, and the queued
- * requests go together, copied into one write (xmit.c's stage), at the
- * first of:
+ * SOFTVERBS_BATCH_GAP_US, of the last one's end), a post leaves its
+ * request queued, and the queued requests go together, copied into one
+ * write (xmit.c's stage), at the first of:
  *   - a post that is not part of the burst, or that makes SV_BATCH_MAX
  *     requests wait (sv_req_kick writes everything queued);
  *   - a poll of any CQ of the process: the program waits for something,
