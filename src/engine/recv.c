@@ -39,7 +39,10 @@ static size_t rbuf_avail(const struct sv_conn *c) { return c->qc->rb_end - c->qc
  * (level-triggered) reports whatever arrived meanwhile.  The progress
  * thread reads on: for it, stopping means sleeping and being woken again
  * while a stream is still arriving (docs/measurements.md, 'TCP short read
- * ends a poller's reads'). */
+ * ends a poller's reads').  So does a short read of a ring into the
+ * staging buffer: the ring was empty, and a ping-pong's responder would
+ * look once more before its completion is pushed.  A payload read
+ * straight into memory reads on: a large message's next record follows. */
 static bool rx_may_read(struct sv_conn *c)
 {
 	if (!c->qc->rx_reads_left || c->qc->rx_drained)
@@ -48,9 +51,9 @@ static bool rx_may_read(struct sv_conn *c)
 	return true;
 }
 
-static ssize_t rx_read_done(struct sv_conn *c, ssize_t r, size_t asked)
+static ssize_t rx_read_done(struct sv_conn *c, ssize_t r, size_t asked, uint32_t drains)
 {
-	if (r >= 0 && (size_t)r < asked && (c->caps & SV_CAP_SPIN_TAKE) &&
+	if (r >= 0 && (size_t)r < asked && (c->caps & drains) &&
 	    !sv_node_on_progress_thread(c->node))
 		c->qc->rx_drained = true;
 	return r;
@@ -91,7 +94,8 @@ static bool rbuf_fill(struct sv_conn *c, size_t want)
 		want = SV_RING_STAGE;
 	if ((c->caps & SV_CAP_MAPPED) && want < room)
 		room = want;
-	r = rx_read_done(c, sv_conn_read(c, c->qc->rbuf + c->qc->rb_end, room), room);
+	r = rx_read_done(c, sv_conn_read(c, c->qc->rbuf + c->qc->rb_end, room), room,
+			 SV_CAP_SPIN_TAKE | SV_CAP_MAPPED);
 	if (r <= 0)
 		return false;
 	c->qc->rb_end += r;
@@ -164,7 +168,7 @@ static bool rx_direct(struct sv_conn *c)
 	r = sv_conn_readv(c, iov, n);
 	sv_dma_end();
 	sv_mr_unlock();
-	r = rx_read_done(c, r, c->qc->rx_remain - want);
+	r = rx_read_done(c, r, c->qc->rx_remain - want, SV_CAP_SPIN_TAKE);
 	if (r <= 0)
 		return false;
 	sv_place_advance(p, r);
@@ -378,7 +382,8 @@ static bool rx_next_header(struct sv_conn *c)
 void sv_rx_serve(struct sv_conn *c)
 {
 	sv_rx_process(c);
-	if ((c->caps & SV_CAP_MAPPED) && !c->dead)
+	/* (an inbound channel's responses went at the batch's end) */
+	if ((c->caps & SV_CAP_MAPPED) && c->outbound && !c->dead)
 		sv_xmit_flush(c);
 	if (c->dead)
 		sv_conn_lost(c);
