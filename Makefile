@@ -8,6 +8,7 @@
 #   make test-extended  the same plus the long runs (60 s of fuzzing per path)
 #   make test-plain  the tests of build/ only; also test-asan, test-tsan
 #   make bench       benchmarks (bench/run.sh)
+#   make stamps      build-stamps/lib: the libraries with TSC stamps (bench/stamps.py)
 #   make deps        install every Debian package the project uses
 #   make lint        shellcheck the shell scripts, check the layering of src/
 #   make install     libraries to PREFIX/lib/softverbs, softverbs to PREFIX/bin (DESTDIR too)
@@ -19,7 +20,7 @@ JOBS ?= 2
 BUILD_DIR ?= build
 PREFIX ?= /usr/local
 
-.PHONY: install uninstall all build deps deps-build test test-extended test-plain test-asan test-tsan demo bench lint clean help
+.PHONY: install uninstall all build deps deps-build test test-extended test-plain test-asan test-tsan demo bench stamps lint clean help
 
 all: build
 
@@ -62,9 +63,15 @@ bench: build
 	  echo "make bench: bench/run.sh does not exist yet: no benchmarks to run"; \
 	fi
 
+# The libraries with TSC stamps along the per-message path, in a directory
+# of their own (src/util/stamp.h; read with bench/stamps.py).
+stamps: deps-build
+	cmake -S . -B build-stamps -DSANITIZE= -DSV_STAMPS=ON -DSV_BUILD_TESTS=OFF
+	cmake --build build-stamps -j $(JOBS) --target ibverbs rdmacm
+
 lint:
 	@if command -v shellcheck >/dev/null; then \
-	  shellcheck -x scripts/*.sh tools/*.sh tests/*.sh tests/compat/*.sh tests/net/*.sh tests/cm/*.sh tests/consumers/*.sh tests/qperf/*.sh tests/libfabric/*.sh tests/pyverbs/*.sh tests/mpi/*.sh \
+	  shellcheck -x scripts/*.sh tools/*.sh tests/*.sh tests/compat/*.sh tests/net/*.sh tests/cm/*.sh tests/consumers/*.sh tests/qperf/*.sh tests/libfabric/*.sh tests/pyverbs/*.sh tests/mpi/*.sh tests/unit/*.sh \
 	    tests/lint/*.sh bench/*.sh .ci/run && echo "shellcheck: clean"; \
 	else \
 	  echo "make lint: shellcheck is not installed (apt-get install shellcheck)"; exit 1; \

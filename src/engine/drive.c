@@ -37,6 +37,7 @@
 #include "engine/engine.h"
 #include "util/env.h"
 #include "util/time.h"
+#include "util/stamp.h"
 
 #define SV_SPIN_TICK_MS 1
 #define SV_SPIN_LINGER_NS (10ull * 1000 * 1000)   /* keep ticking after the last spin */
@@ -445,9 +446,12 @@ static bool drive_one(struct sv_conn *c)
 		return true;
 	if (pthread_mutex_trylock(&qp->lock))
 		return false;
+	sv_stamp(SV_ST_SERVE);
 	if (!c->closed && c->connected)
 		sv_rx_serve(c);
+	sv_stamp(SV_ST_SERVED);
 	sv_qp_unlock(qp);
+	sv_stamp(SV_ST_UNLOCKED);
 	return true;
 }
 
@@ -627,11 +631,15 @@ static int drive_rings(struct sv_cq *cq)
 	int k = scan_rings(cq, ready), left = 0;
 
 	k += board_rings(cq, ready + k, SV_DRIVE_MAX - k);
+	if (k)
+		sv_stamp(SV_ST_RINGS_READY);
 	for (int i = 0; i < k; i++) {
 		left += !drive_one(ready[i]);
 		/* served in part, or left to another thread: the next poll looks again */
 		sv_conn_shm_keep(ready[i]);
 	}
+	if (k)
+		sv_stamp(SV_ST_RINGS_DONE);
 	return left;
 }
 

@@ -20,6 +20,7 @@
 #include "util/log.h"
 #include "util/time.h"
 #include "util/tsan.h"
+#include "util/stamp.h"
 
 #define SV_DIRECT_MIN   (64 * 1024)   /* payloads this large skip the staging buffer */
 #define SV_RX_READS     16            /* reads from the channel per wake-up, for fairness */
@@ -96,6 +97,7 @@ static bool rbuf_fill(struct sv_conn *c, size_t want)
 		room = want;
 	r = rx_read_done(c, sv_conn_read(c, c->qc->rbuf + c->qc->rb_end, room), room,
 			 SV_CAP_SPIN_TAKE | SV_CAP_MAPPED);
+	sv_stamp(SV_ST_STAGED);
 	if (r <= 0)
 		return false;
 	c->qc->rb_end += r;
@@ -355,6 +357,7 @@ void sv_rx_process(struct sv_conn *c)
 			return;
 		was_paused = c->paused;
 		sv_resp_batch_end(qp, c);
+		sv_stamp(SV_ST_BATCH_END);
 		/* The flush may have made room and resumed the channel: frames
 		 * already staged would not be announced again. */
 		if (!was_paused || c->paused || c->dead || c->closed)
@@ -422,7 +425,9 @@ static void rx_frames_run(struct sv_conn *c)
 				sv_rx_set(c, SV_RX_HDR);
 			else if (!rx_next_header(c))
 				return;
+			sv_stamp(SV_ST_HEADER);
 			rx_begin(c);
+			sv_stamp(SV_ST_BEGUN);
 			if (c->qc->rx_state == SV_RX_HELD)
 				rx_ack_carried(c);
 			if (c->qc->rx_state == SV_RX_HELD || c->dead)
@@ -431,10 +436,12 @@ static void rx_frames_run(struct sv_conn *c)
 		}
 		if (!rx_payload(c))
 			return;
+		sv_stamp(SV_ST_PLACED);
 		sv_rx_set(c, SV_RX_HDR);
 		c->qc->rx_got = 0;
 		SV_CAPTURE(sv_capture_rx(c));
 		rx_end(c);
+		sv_stamp(SV_ST_ENDED);
 	}
 }
 

@@ -15,6 +15,7 @@
 #include "util/log.h"
 #include "util/time.h"
 #include "util/tsan.h"
+#include "util/stamp.h"
 
 #define SV_RECONNECT_NS (20ull * 1000 * 1000)
 
@@ -290,6 +291,7 @@ static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 			qp->next_psn = (qp->next_psn + 1) & 0xffffff;
 			w->psn_set = true;
 		}
+		sv_stamp(SV_ST_FILL);
 		build_header(qp, w, f, qp->peer_qpn);
 		mark_lone(qp, f);
 		st = IBV_WC_SUCCESS;
@@ -301,6 +303,7 @@ static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 			sv_comp_fail(qp, w, st);
 			return false;
 		}
+		sv_stamp(SV_ST_FILLED);
 		f->wqe_idx = qp->sq.next++;
 		if (is_rd_atomic(w->opcode))
 			qp->rd_outstanding++;
@@ -522,6 +525,7 @@ void sv_req_kick(struct sv_qp *qp)
 		return;
 	}
 	if (qp->out && qp->link == SV_LINK_UP) {
+		sv_stamp(SV_ST_KICK);
 		choose_channel(qp);
 		sv_xmit_flush(sv_req_conn(qp));
 		return;

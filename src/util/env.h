@@ -13,6 +13,8 @@
  *                               (32; transport/shm/board.h)
  *   SOFTVERBS_BUSY_POLL_US=N    the progress thread polls N us after a lone READ it answered
  *                               (50; 0: never; engine/recv.c)
+ *   SOFTVERBS_STAMPS=PREFIX     a build with -DSV_STAMPS=ON writes its TSC stamps to PREFIX.<pid>
+ *                               (util/stamp.h)
  */
 #ifndef SV_UTIL_ENV_H
 #define SV_UTIL_ENV_H

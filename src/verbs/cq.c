@@ -11,6 +11,7 @@
 #include "util/log.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
+#include "util/stamp.h"
 
 static uint32_t cq_slot(const struct sv_cq *cq, uint32_t idx)
 {
@@ -135,6 +136,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	cq->st->polled = cq->head;
 	sv_spin_unlock(&cq->lock);
 	sv_engine_polling(cq, (uint32_t)n);
+	sv_stamp(SV_ST_POLL_FOUND);
 	return n;
 }
 

@@ -9,6 +9,7 @@
 #include "util/names.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
+#include "util/stamp.h"
 
 /* Which work request opcodes each QP type may post. */
 static bool opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
@@ -198,6 +199,8 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 	struct sv_qp *qp = to_sqp(ibqp);
 	int ret = 0;
 
+	sv_stamp(SV_ST_POST_SEND);
+
 	pthread_mutex_lock(&qp->lock);
 	if (!sq_state_ok(qp->attr.qp_state)) {
 		sv_qp_explain(qp, "ibv_post_send wr_id %llu: the QP is in %s, sends need RTS "
@@ -213,10 +216,12 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 			*bad_wr = wr;
 			break;
 		}
+		sv_stamp(SV_ST_ENQUEUED);
 	}
 	sv_sq_doorbell(qp);
 out:
 	sv_qp_unlock(qp);
+	sv_stamp(SV_ST_POST_SEND_DONE);
 	return ret;
 }
 
@@ -225,6 +230,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	struct sv_qp *qp = to_sqp(ibqp);
 	int ret;
 
+	sv_stamp(SV_ST_POST_RECV);
 	pthread_mutex_lock(&qp->lock);
 	/* ibv_post_recv(3): a QP attached to an SRQ takes its receives there;
 	 * XRC QPs have no receive queue (their SRQs do). */
@@ -253,5 +259,6 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	else
 		sv_resp_rnr_resume(qp);
 	sv_qp_unlock(qp);
+	sv_stamp(SV_ST_POST_RECV_DONE);
 	return ret;
 }

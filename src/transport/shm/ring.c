@@ -2,6 +2,7 @@
 
 #include "transport/shm/ring.h"
 #include "util/tsan.h"
+#include "util/stamp.h"
 
 /*
  * A record at stream position P (a multiple of SV_RING_LINE) is the word
@@ -130,6 +131,7 @@ size_t sv_ring_write(struct sv_ring *r, uint8_t *data, uint32_t size, const stru
 	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED), room, next;
 	size_t want = 0, done = 0;
 
+	sv_stamp(SV_ST_RING_WRITE);
 	for (int i = 0; i < n; i++)
 		want += iov[i].iov_len;
 	if (!want)
@@ -155,6 +157,7 @@ size_t sv_ring_write(struct sv_ring *r, uint8_t *data, uint32_t size, const stru
 	__atomic_store_n(word_at(data, size, tail), (uint64_t)done << 32 | (uint32_t)tail,
 			 __ATOMIC_RELEASE);
 	__atomic_store_n(&r->tail, next, __ATOMIC_RELAXED);
+	sv_stamp(SV_ST_RING_WRITTEN);
 	return done;
 }
 

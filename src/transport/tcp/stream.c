@@ -8,14 +8,19 @@
 
 #include "util/sys.h"
 #include "transport/transport.h"
+#include "util/stamp.h"
 
 /* One buffer (a staged flush, the usual case) goes by send(2): it spares
  * the kernel copying in a msghdr and importing an iovec, per message. */
 static ssize_t tcp_writev(struct sv_conn *c, const struct iovec *iov, int n)
 {
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
-	ssize_t r = n == 1 ? send(c->h.fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT)
-			   : sendmsg(c->h.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	ssize_t r;
+
+	sv_stamp(SV_ST_SOCK_SEND);
+	r = n == 1 ? send(c->h.fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT)
+		   : sendmsg(c->h.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	sv_stamp(SV_ST_SOCK_SENT);
 
 	return sv_conn_sock_wrote(c, r < 0 ? -errno : r);
 }
@@ -29,6 +34,8 @@ static ssize_t tcp_readv(struct sv_conn *c, const struct iovec *iov, int n)
 	ssize_t r = n == 1 ? recv(c->h.fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT)
 			   : recvmsg(c->h.fd, &mh, MSG_DONTWAIT);
 
+	if (r > 0)
+		sv_stamp(SV_ST_SOCK_READ);
 	return sv_conn_sock_read(c, r < 0 ? -errno : r);
 }
 
