@@ -361,30 +361,43 @@ static bool only_ours(const struct sv_conn *c)
 	return c->outbound ? one_at_a_time(c) : !__atomic_load_n(&c->qc->rx_requested, __ATOMIC_RELAXED);
 }
 
-/* Is a ping-pong steady on one of the CQ's channels (engine/xmit.c), or
- * does all their input answer our own requests?  Then the spin stays when
- * a poll finds completions: what comes while the application is away is
- * what it will poll for. */
-static bool cq_pingpong(struct sv_cq *cq)
+/* Does the spin stay when a poll finds completions?  While a ping-pong is
+ * steady on one of the CQ's channels (engine/xmit.c), or all their input
+ * answers our own requests: what comes while the application is away is
+ * what it will poll for; and only while the poller may take every channel
+ * (cq_spin).  Asked on every poll that finds completions, so the list is
+ * read without drive_lock, as scan_rings reads its own (inside a guard);
+ * the lock is taken only to end the spin. */
+static bool spin_stays(struct sv_cq *cq)
 {
+	uint32_t n = __atomic_load_n(&cq->nsocks, __ATOMIC_ACQUIRE);
+	struct sv_conn **v = __atomic_load_n(&cq->socks, __ATOMIC_ACQUIRE);
 	bool steady = false, ours = true;
 
-	pthread_mutex_lock(&cq->drive_lock);
-	for (uint32_t i = 0; i < cq->nsocks && !steady; i++) {
-		steady = __atomic_load_n(&cq->socks[i]->qc->ack_streak, __ATOMIC_RELAXED) >=
-			 SV_ACK_STREAK;
-		ours = ours && only_ours(cq->socks[i]);
+	for (uint32_t i = 0; i < n; i++) {
+		struct sv_conn *c = __atomic_load_n(&v[i], __ATOMIC_RELAXED);
+
+		if (!spin_takes(c))
+			return false;
+		steady = steady || __atomic_load_n(&c->qc->ack_streak, __ATOMIC_RELAXED) >= SV_ACK_STREAK;
+		ours = ours && only_ours(c);
 	}
-	pthread_mutex_unlock(&cq->drive_lock);
 	return steady || ours;
 }
 
 void sv_engine_spin_found(struct sv_node *node, struct sv_cq *cq)
 {
+	bool stays;
+
 	if (!__atomic_load_n(&cq->found, __ATOMIC_RELAXED))   /* (sv_engine_drive) */
 		__atomic_store_n(&cq->found, true, __ATOMIC_RELAXED);
-	if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED))
-		cq_spin(node, cq, cq_pingpong(cq));
+	if (!__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED))
+		return;
+	sv_engine_enter(node);
+	stays = spin_stays(cq);
+	sv_engine_leave(node);
+	if (!stays)
+		cq_spin(node, cq, false);
 }
 
 void sv_engine_spin_end(struct sv_node *node, struct sv_cq *cq)
