@@ -21,4 +21,11 @@ step() {  # NAME LOW HIGH: the step's median in ns is within [LOW, HIGH]
 step 'post_send->ring_write' 1800 5000 || { echo "FAIL: post_send->ring_write is not ~2000 ns"; exit 1; }
 step 'ring_write->ring_written' 5400 12000 || { echo "FAIL: ring_write->ring_written is not ~6000 ns"; exit 1; }
 grep -q '2000 of 2000 this way' <<<"$out" || { echo "FAIL: not every run the same way"; exit 1; }
+# a file against itself: the same steps, none changed
+cmp=$(python3 "$tool" --path post_send post_send_done --via ring_write --a "${files[0]}" --b "${files[0]}") ||
+  { echo "FAIL: $tool --a --b"; exit 1; }
+echo "$cmp"
+awk '$1 == "ring_write" && $2 == "->" { n++; if ($6 != "+0") bad = 1 }
+     $1 == "sum" && $4 == "+0" { sum = 1 }
+     END { exit !(n == 1 && !bad && sum) }' <<<"$cmp" || { echo "FAIL: compare of a file with itself"; exit 1; }
 echo "PASS"
