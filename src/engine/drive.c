@@ -281,6 +281,16 @@ static bool spin_takes(const struct sv_conn *c)
 				 !__atomic_load_n(&c->qc->rx_requested, __ATOMIC_RELAXED)));
 }
 
+/* May a spinning poller take every one of these channels?  Read with
+ * drive_lock (cq_spin) or without it, inside a guard (spin_stays). */
+static bool all_spin_take(struct sv_conn *const *v, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!spin_takes(__atomic_load_n(&v[i], __ATOMIC_RELAXED)))
+			return false;
+	return true;
+}
+
 /* Take the CQ's channels (on) or give them back.  All or none: while the
  * progress thread must serve one of them anyway (RDMA WRITEs arriving),
  * keeping it off the others only makes its wake-ups for that one slower
@@ -288,8 +298,7 @@ static bool spin_takes(const struct sv_conn *c)
 static bool cq_spin(struct sv_node *node, struct sv_cq *cq, bool on)
 {
 	pthread_mutex_lock(&cq->drive_lock);
-	for (uint32_t i = 0; i < cq->nsocks && on; i++)
-		on = spin_takes(cq->socks[i]);
+	on = on && all_spin_take(cq->socks, cq->nsocks);
 	if (cq->spinning != on) {
 		__atomic_store_n(&cq->spinning, on, __ATOMIC_RELAXED);
 		socks_spin_off(cq, on);
@@ -374,11 +383,11 @@ static bool spin_stays(struct sv_cq *cq)
 	struct sv_conn **v = __atomic_load_n(&cq->socks, __ATOMIC_ACQUIRE);
 	bool steady = false, ours = true;
 
+	if (!all_spin_take(v, n))
+		return false;
 	for (uint32_t i = 0; i < n; i++) {
 		struct sv_conn *c = __atomic_load_n(&v[i], __ATOMIC_RELAXED);
 
-		if (!spin_takes(c))
-			return false;
 		steady = steady || __atomic_load_n(&c->qc->ack_streak, __ATOMIC_RELAXED) >= SV_ACK_STREAK;
 		ours = ours && only_ours(c);
 	}
