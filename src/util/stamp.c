@@ -17,11 +17,11 @@ SV_NAME_TABLE(sv_stamp_name, enum sv_stamp_point, SV_ST_N,
 #ifdef SV_STAMPS
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
 #include "util/env.h"
+#include "util/time.h"
 
 #define SV_STAMP_MAX (1u << 22)      /* then later stamps are dropped */
 
@@ -36,14 +36,6 @@ static uint32_t nstamps;
 static uint16_t nthreads;
 static __thread uint16_t thread_no;
 static uint64_t t0_ns, t0_tsc;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 void sv_stamp(enum sv_stamp_point p)
 {
@@ -63,7 +55,7 @@ __attribute__((constructor)) static void stamps_start(void)
 	if (!sv_env_str("SOFTVERBS_STAMPS"))
 		return;
 	stamps = calloc(SV_STAMP_MAX, sizeof(*stamps));
-	t0_ns = mono_ns();
+	t0_ns = sv_now_ns();
 	t0_tsc = __rdtsc();
 }
 
@@ -81,7 +73,7 @@ __attribute__((destructor)) static void stamps_write(void)
 	if (!f)
 		return;
 	fprintf(f, "# softverbs stamps: tsc thread point; ticks per ns %.6f\n",
-		(double)(__rdtsc() - t0_tsc) / (double)(mono_ns() - t0_ns));
+		(double)(__rdtsc() - t0_tsc) / (double)(sv_now_ns() - t0_ns));
 	for (uint32_t i = 0; i < n; i++)
 		fprintf(f, "%llu %u %s\n", (unsigned long long)stamps[i].tsc, stamps[i].thread,
 			sv_stamp_name(stamps[i].point));
