@@ -4,9 +4,11 @@
  * atomically without system calls; afterwards they are private again; a
  * forked child gets its own copy; memory that is not private anonymous is
  * left alone and still reachable; two MRs may cover the same pages; pages
- * never touched stay zeros through it all.
+ * never touched stay zeros through it all; deregistration on another
+ * thread opens no descriptor an application's stray close could take.
  * Over TCP (verbs_tcp_mr_share) or with SOFTVERBS_MR_SHARE=0 nothing is
  * shared and everything else must hold just the same. */
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -181,6 +183,47 @@ static void overlapping(struct t_pair *p)
 	free(buf);
 }
 
+/* rsockets deregister on a thread of their own, while a single-threaded
+ * application may close a descriptor number it closed before (iperf3
+ * does): the lowest free number, which a descriptor opened meanwhile by
+ * that thread would get.  Deregistration must still make the pages private. */
+struct dereg_arg {
+	struct ibv_mr *mr;
+	int done;
+};
+
+static void *dereg_thread(void *arg)
+{
+	struct dereg_arg *d = arg;
+
+	CHECK_OK(ibv_dereg_mr(d->mr));
+	__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void stray_close(struct t_pair *p)
+{
+	uint8_t *buf = CHECK_PTR(aligned_alloc(4096, LEN));
+	struct dereg_arg d;
+	pthread_t t;
+	int lowest;
+
+	t_fill(buf, LEN, 17);
+	d.mr = CHECK_PTR(ibv_reg_mr(p->b.pd, buf, LEN, T_ALL_ACCESS));
+	d.done = 0;
+	CHECK_EQ(shared_page(buf), !sharing_off());
+	lowest = dup(0);
+	CHECK(lowest >= 0);
+	CHECK_OK(close(lowest));
+	CHECK_OK(pthread_create(&t, NULL, dereg_thread, &d));
+	while (!__atomic_load_n(&d.done, __ATOMIC_ACQUIRE))
+		(void)close(lowest);
+	CHECK_OK(pthread_join(t, NULL));
+	CHECK(!shared_page(buf));
+	CHECK(t_check_fill(buf, LEN, 17));
+	free(buf);
+}
+
 int main(void)
 {
 	struct t_opts o;
@@ -194,6 +237,7 @@ int main(void)
 	not_moved(&p, LEN, MAP_SHARED, 9);
 	not_moved(&p, 9u << 20, MAP_PRIVATE, 30);
 	overlapping(&p);
+	stray_close(&p);
 	t_pair_close(&p);
 	return 0;
 }

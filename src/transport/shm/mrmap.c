@@ -51,19 +51,70 @@ static size_t share_max(void)
 	return mib > 0 ? (size_t)mib << 20 : 0;
 }
 
+/*
+ * /proc/self/maps is read through one descriptor, opened by the first
+ * registration (an application thread) and kept.  Deregistration may run
+ * on rsockets' closing thread, and a descriptor opened there could be
+ * closed under it by a single-threaded application that closes one of its
+ * own twice (iperf3 3.12 does), which is harmless to it without our thread.
+ */
+static pthread_mutex_t maps_file_lock = PTHREAD_MUTEX_INITIALIZER;
+static int maps_file = -1;
+
+struct maps_reader {
+	char buf[8192];
+	size_t at, len;
+	bool eof;
+};
+
+/* The next line of the file without its newline, or NULL at its end (a
+ * line longer than the buffer, which a path cannot make, ends it too). */
+static char *maps_line(struct maps_reader *r)
+{
+	for (;;) {
+		char *nl = memchr(r->buf + r->at, '\n', r->len - r->at);
+		ssize_t n;
+
+		if (nl) {
+			char *line = r->buf + r->at;
+
+			*nl = 0;
+			r->at = (size_t)(nl + 1 - r->buf);
+			return line;
+		}
+		if (r->eof || (r->at == 0 && r->len == sizeof(r->buf)))
+			return NULL;
+		memmove(r->buf, r->buf + r->at, r->len - r->at);
+		r->len -= r->at;
+		r->at = 0;
+		n = read(maps_file, r->buf + r->len, sizeof(r->buf) - r->len);
+		if (n <= 0)
+			r->eof = true;
+		else
+			r->len += (size_t)n;
+	}
+}
+
 /* Does every page of [a0, a1) belong to a VMA for which `ok` holds? */
 static bool range_all(uintptr_t a0, uintptr_t a1,
 		      bool (*ok)(const char *perms, uint64_t off, uint64_t ino, const char *path,
 				 uintptr_t start, const void *arg),
 		      const void *arg)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[4096 + 256];
+	static struct maps_reader r;	/* under maps_file_lock */
 	uintptr_t cur = a0;
+	char *line;
 
-	if (!f)
+	pthread_mutex_lock(&maps_file_lock);
+	if (maps_file < 0)
+		maps_file = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	r.at = r.len = 0;
+	r.eof = false;
+	if (maps_file < 0 || lseek(maps_file, 0, SEEK_SET)) {
+		pthread_mutex_unlock(&maps_file_lock);
 		return false;
-	while (cur < a1 && fgets(line, sizeof(line), f)) {
+	}
+	while (cur < a1 && (line = maps_line(&r))) {
 		unsigned long s, e, off, ino;
 		unsigned int maj, min;
 		char perms[5], *path;
@@ -73,14 +124,13 @@ static bool range_all(uintptr_t a0, uintptr_t a1,
 			   &ino, &n) < 7 || !n)
 			break;
 		path = line + n;
-		path[strcspn(path, "\n")] = 0;
 		if (e <= cur)
 			continue;
 		if (s > cur || !ok(perms, off, ino, path, s, arg))
 			break;
 		cur = e;
 	}
-	fclose(f);
+	pthread_mutex_unlock(&maps_file_lock);
 	return cur >= a1;
 }
 
@@ -221,6 +271,10 @@ static void atfork_child(void)
 	struct sv_list *pos;
 
 	pthread_mutex_init(&maps_lock, NULL);
+	pthread_mutex_init(&maps_file_lock, NULL);
+	if (maps_file >= 0)             /* it names the parent's maps */
+		close(maps_file);
+	maps_file = -1;
 	for (pos = maps.next; pos != &maps; pos = pos->next) {
 		struct sv_mrmap *m = sv_container_of(pos, struct sv_mrmap, link);
 
