@@ -45,7 +45,12 @@ void sv_comp_reap(struct sv_qp *qp)
 			break;
 		if (w->status != IBV_WC_SUCCESS || qp->sq_sig_all ||
 		    (w->send_flags & IBV_SEND_SIGNALED)) {
-			struct ibv_wc wc = {
+			struct ibv_wc *wc;
+
+			if (w->status != IBV_WC_SUCCESS)
+				qp->st->err_comps++;
+			wc = sv_cq_slot(qp->scq);       /* filled in place (cq.c) */
+			*wc = (struct ibv_wc){
 				.wr_id = w->wr_id,
 				.status = w->status,
 				.opcode = wr_to_wc[w->opcode],
@@ -53,10 +58,7 @@ void sv_comp_reap(struct sv_qp *qp)
 				.byte_len = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 					    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : w->length,
 			};
-
-			if (w->status != IBV_WC_SUCCESS)
-				qp->st->err_comps++;
-			sv_cq_push(qp->scq, &wc, false);
+			sv_cq_commit(qp->scq, wc, false);
 		}
 		qp->sq.head++;
 	}

@@ -585,7 +585,9 @@ static_assert(IBV_WC_RECV_RDMA_WITH_IMM <= UINT8_MAX && IBV_WC_WITH_INV <= UINT8
 
 static void push_done(struct sv_qp *qp, const struct sv_done_wc *d)
 {
-	struct ibv_wc wc = {
+	struct ibv_wc *wc = sv_cq_slot(qp->rcq);
+
+	*wc = (struct ibv_wc){
 		.wr_id = d->wr_id,
 		.status = d->status,
 		.opcode = d->opcode,
@@ -597,8 +599,7 @@ static void push_done(struct sv_qp *qp, const struct sv_done_wc *d)
 		.slid = qp->attr.ah_attr.dlid,
 		.pkey_index = 0,
 	};
-
-	sv_cq_push(qp->rcq, &wc, d->solicited);
+	sv_cq_commit(qp->rcq, wc, d->solicited);
 }
 
 void sv_resp_push_done(struct sv_qp *qp, struct sv_conn *c)
@@ -608,35 +609,41 @@ void sv_resp_push_done(struct sv_qp *qp, struct sv_conn *c)
 	c->qc->ndone = 0;
 }
 
+/* (in the batch's array: see sv_cq_slot) */
+static void recv_done_fill(struct sv_done_wc *d, const struct sv_qp *qp,
+			   const struct sv_wire_hdr *h)
+{
+	d->wr_id = qp->rctx.wqe.w.wr_id;
+	d->status = qp->rctx.status;
+	d->opcode = h->opcode == SV_OP_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	d->byte_len = qp->rctx.pull ? h->rlen : h->len;
+	d->solicited = h->flags & SV_WF_SOLICITED;
+	d->wc_flags = qp->attr.ah_attr.is_global ? IBV_WC_GRH : 0;
+	d->imm = 0;
+	if (sv_opinfo[h->opcode].flags & SV_OPF_IMM) {
+		d->wc_flags |= IBV_WC_WITH_IMM;
+		d->imm = h->imm;
+	}
+	if (h->opcode == SV_OP_SEND_INV && d->status == IBV_WC_SUCCESS) {
+		d->wc_flags |= IBV_WC_WITH_INV;
+		d->imm = h->imm;
+	}
+}
+
 static void complete_recv(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	struct sv_done_wc d = {
-		.wr_id = qp->rctx.wqe.w.wr_id,
-		.status = qp->rctx.status,
-		.opcode = h->opcode == SV_OP_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
-		.byte_len = qp->rctx.pull ? h->rlen : h->len,
-		.solicited = h->flags & SV_WF_SOLICITED,
-	};
+	struct sv_done_wc one;
 
-	if (sv_opinfo[h->opcode].flags & SV_OPF_IMM) {
-		d.wc_flags |= IBV_WC_WITH_IMM;
-		d.imm = h->imm;
-	}
-	if (h->opcode == SV_OP_SEND_INV && d.status == IBV_WC_SUCCESS) {
-		d.wc_flags |= IBV_WC_WITH_INV;
-		d.imm = h->imm;
-	}
-	if (qp->attr.ah_attr.is_global)
-		d.wc_flags |= IBV_WC_GRH;
 	if (c->qc->ndone == SV_DONE_MAX)
 		sv_resp_batch_end(qp, c);
 	if (!c->qc->done && !(c->qc->done = malloc(sizeof(*c->qc->done)))) {
 		/* no memory: this one completes at once, after the ACKs so far */
+		recv_done_fill(&one, qp, h);
 		sv_resp_batch_end(qp, c);
-		push_done(qp, &d);
+		push_done(qp, &one);
 		return;
 	}
-	c->qc->done->wc[c->qc->ndone++] = d;
+	recv_done_fill(&c->qc->done->wc[c->qc->ndone++], qp, h);
 }
 
 /* Its memory was deregistered while the payload arrived: the rest was

@@ -23,48 +23,67 @@ static bool cq_full(const struct sv_cq *cq)
 	return cq->tail - cq->head >= (uint32_t)cq->ibcq.cqe;
 }
 
-bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
+/* Completions are built in the ring itself: one built on the stack and
+ * copied in is read back, a vector at a time, before its field-sized
+ * stores have left the core, and each such load waits for them. */
+struct ibv_wc *sv_cq_slot(struct sv_cq *cq)
 {
-	bool fire = false, ok = true, overrun = false;
-
 	sv_spin_lock(&cq->lock);
-	if (cq_full(cq)) {
-		ok = false;
+	return cq_full(cq) ? &cq->lost : &cq->ring[cq_slot(cq, cq->tail)];
+}
+
+static void cq_overrun_report(struct sv_cq *cq, uint32_t qp_num, uint64_t wr_id,
+			      enum ibv_wc_status status)
+{
+	struct ibv_async_event ev = { .element.cq = (struct ibv_cq *)&cq->ibcq,
+				      .event_type = IBV_EVENT_CQ_ERR };
+
+	sv_err("CQ %p: overrun, all %d entries unpolled: the completion of QP %#x "
+	       "wr_id %llu (%s) is lost; IBV_EVENT_CQ_ERR", (void *)&cq->ibcq,
+	       cq->ibcq.cqe, qp_num, (unsigned long long)wr_id, ibv_wc_status_str(status));
+	sv_async_post(to_sctx(cq->ibcq.context), &ev);
+}
+
+bool sv_cq_commit(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	enum ibv_wc_status status = wc->status;
+	bool fire = false, ok = wc != &cq->lost, overrun = false;
+	uint32_t qp_num = wc->qp_num;
+	uint64_t wr_id = wc->wr_id;
+
+	if (!ok) {
 		cq->st->overruns++;
 		overrun = !cq->overrun;      /* told once, after the unlock */
 		cq->overrun = true;
 	} else {
-		uint32_t i = cq_slot(cq, cq->tail);
-
-		cq->ring[i] = *wc;
 		if (cq->ts)
-			cq->ts[i] = sv_now_ns();
+			cq->ts[cq_slot(cq, cq->tail)] = sv_now_ns();
 		__atomic_store_n(&cq->tail, cq->tail + 1, __ATOMIC_RELEASE);
 		cq->st->pushed = cq->tail;
 	}
-	if (wc->status != IBV_WC_SUCCESS)
+	if (status != IBV_WC_SUCCESS)
 		cq->st->err_comps++;
-	if (cq->armed || (cq->armed_solicited && (solicited || wc->status != IBV_WC_SUCCESS))) {
+	if (cq->armed || (cq->armed_solicited && (solicited || status != IBV_WC_SUCCESS))) {
 		__atomic_store_n(&cq->armed, false, __ATOMIC_RELAXED);
 		__atomic_store_n(&cq->armed_solicited, false, __ATOMIC_RELAXED);
 		fire = cq->ibcq.channel != NULL;
 	}
 	sv_spin_unlock(&cq->lock);
-	if (overrun) {
-		struct ibv_async_event ev = { .element.cq = (struct ibv_cq *)&cq->ibcq,
-					      .event_type = IBV_EVENT_CQ_ERR };
-
-		sv_err("CQ %p: overrun, all %d entries unpolled: the completion of QP %#x "
-		       "wr_id %llu (%s) is lost; IBV_EVENT_CQ_ERR", (void *)&cq->ibcq,
-		       cq->ibcq.cqe, wc->qp_num, (unsigned long long)wc->wr_id,
-		       ibv_wc_status_str(wc->status));
-		sv_async_post(to_sctx(cq->ibcq.context), &ev);
-	}
+	if (overrun)
+		cq_overrun_report(cq, qp_num, wr_id, status);
 	if (fire) {
 		sv_engine_cq_fired(cq);
 		sv_channel_fire(cq);
 	}
 	return ok;
+}
+
+bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	struct ibv_wc *slot = sv_cq_slot(cq);
+
+	*slot = *wc;
+	return sv_cq_commit(cq, slot, solicited);
 }
 
 static void cq_clean(struct sv_cq *cq, uint32_t qp_num, bool keep_recv)

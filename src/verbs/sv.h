@@ -176,6 +176,7 @@ struct sv_cq {
 	uint32_t head, tail;         /* consume at head, produce at tail */
 	bool armed, armed_solicited;
 	bool overrun;
+	struct ibv_wc lost;          /* where sv_cq_slot puts one that finds the CQ full */
 	bool event_pending;          /* on channel->fired */
 	struct sv_list fired_link;
 	struct sv_list chan_link;    /* on channel->cqs */
@@ -626,6 +627,11 @@ void sv_channel_unpinned(struct sv_cq *cq);
 /* cq.c */
 /* Add a completion (caller holds no CQ lock).  Returns false on overrun. */
 bool sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* The same in two steps, for completions built in place: sv_cq_slot locks
+ * the CQ and gives the entry to fill (every field), sv_cq_commit adds it
+ * and unlocks. */
+struct ibv_wc *sv_cq_slot(struct sv_cq *cq);
+bool sv_cq_commit(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
 void sv_cq_clean_qp(struct sv_qp *qp);
 void sv_cq_init_ex_ops(struct sv_cq *cq);
 
