@@ -312,10 +312,10 @@ struct sv_swqe {
 	uint32_t num_sge;
 	uint32_t length;             /* total payload length */
 	uint32_t psn;
-	bool psn_set;                /* executed directly (no frame): no PSN */
 	uint32_t state;              /* enum sv_swqe_state */
 	uint32_t status;             /* enum ibv_wc_status once DONE */
 	uint32_t rkey;
+	uint32_t xrc_srqn;           /* XRC: the SRQ it is for, at the target */
 	uint64_t remote_addr;
 	union {
 		struct {                     /* atomics */
@@ -328,15 +328,14 @@ struct sv_swqe {
 			uint32_t bind_lkey;          /* the MR's (found again when it runs), 0: none */
 		};
 	};
-	uint32_t xrc_srqn;           /* XRC: the SRQ it is for, at the target */
 	/* UD */
 	struct sockaddr_in ud_dst;
 	uint32_t ud_qpn, ud_qkey;
+	union ibv_gid ud_mgid;
 	bool ud_grh;
 	bool ud_mcast;               /* to the members of MGID ud_mgid */
-	union ibv_gid ud_mgid;
+	bool psn_set;                /* executed directly (no frame): no PSN */
 	bool is_inline;
-	uint32_t inline_off;         /* offset of inline data in the wqe */
 	struct sv_sge sge[];         /* num_sge entries, then inline data */
 };
 
