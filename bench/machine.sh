@@ -9,13 +9,15 @@
 # shellcheck disable=SC2034
 
 # One program, one value: KEY UNIT FIELD TIMEOUT CMD...
-ref_one() {
+ref_one() {  # KEY UNIT FIELD TIMEOUT COMMAND...; the value also in REF_ONE_VAL
   local key=$1 unit=$2 field=$3 tmo=$4 v
   shift 4
+  REF_ONE_VAL=
   if bench_gave_up "$key"; then bench_fail "$key" "$unit" "skipped: timed out before"; return; fi
   if bench_one "${key//\//_}" "$tmo" "$@"; then
     v=$(bench_get "$PAIR_OUT" "$field")
     if [[ -n $v ]]; then bench_rec "$key" "$unit" "$v"; else bench_fail "$key" "$unit" "no '$field' in the output"; fi
+    REF_ONE_VAL=$v
   else
     bench_fail "$key" "$unit" "$PAIR_ERR"
   fi

@@ -79,6 +79,10 @@ sv_pt() {  # WHERE TEST SIZE
   elif [[ $where == veth && $kind == bw && ($size == 65536 || $size == 1048576) ]]; then
     ref_tcp veth bw "$size"
     pair_ref=$REF_TCP_VAL
+  elif [[ $where == host && $kind == bw && $size == 1048576 && $test != *_ud ]]; then
+    # memcpy on the client's core, whose speed moves with the VM's too
+    ref_one "memcpy/host/copy/$size" MiB/s mib_s 20 "${PIN_CLI[@]}" "$BENCH_BIN/memcpy_bw" "$size" 0.3
+    pair_ref=$REF_ONE_VAL
   fi
   bench_next_port
   SRV=(env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -d "$SV_DEV" -p "$PORT" -s "$size" "$nopt" "$n" -F "${extra[@]}")

@@ -330,7 +330,8 @@ bench_report() {  # OUT.md
     done
     for t in write read send; do
       target "same host ib_${t}_bw 1 MiB vs UCX posix" "sv/host/${t}_bw/1048576" ucx-posix/host/tag_bw/1048576 "UCX posix tag_bw" ge 0.8
-      target "same host ib_${t}_bw 1 MiB vs memcpy" "sv/host/${t}_bw/1048576" memcpy/host/copy/1048576 "memcpy, one core" ge 0.9
+      target "same host ib_${t}_bw 1 MiB vs memcpy" "sv/host/${t}_bw/1048576" memcpy/host/copy/1048576 "memcpy, one core" ge 0.9 1 \
+             "pair/host/${t}_bw/1048576"
     done
     for t in send write; do
       target "veth ib_${t}_lat 8 B vs TCP ping-pong" "sv/veth/${t}_lat/8" tcp/veth/lat/8 "TCP busy-poll, veth" le 1.1 1 \
