@@ -5,9 +5,13 @@
  * forked child gets its own copy; memory that is not private anonymous is
  * left alone and still reachable; two MRs may cover the same pages; pages
  * never touched stay zeros through it all; deregistration on another
- * thread opens no descriptor an application's stray close could take.
+ * thread opens no descriptor an application's stray close could take, and
+ * a descriptor of ours the application closed and reused is not read.
  * Over TCP (verbs_tcp_mr_share) or with SOFTVERBS_MR_SHARE=0 nothing is
  * shared and everything else must hold just the same. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -224,6 +228,63 @@ static void stray_close(struct t_pair *p)
 	free(buf);
 }
 
+/* The descriptor softverbs keeps on /proc/self/maps (mrmap.c), or -1. */
+static int kept_maps_fd(void)
+{
+	DIR *d = CHECK_PTR(opendir("/proc/self/fd"));
+	struct dirent *e;
+	int fd = -1;
+
+	while ((e = readdir(d))) {
+		char path[300], target[256];
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = 0;
+		if (strlen(target) > 5 && !strcmp(target + strlen(target) - 5, "/maps") &&
+		    atoi(e->d_name) != dirfd(d))
+			fd = atoi(e->d_name);
+	}
+	closedir(d);
+	return fd;
+}
+
+/* A program that closes descriptors it did not open, as daemons do, may
+ * give that number to a file of its own: registration must notice, and
+ * neither read nor close it. */
+static void maps_fd_reused(struct t_pair *p)
+{
+	uint8_t *buf = CHECK_PTR(aligned_alloc(4096, LEN));
+	int fd = kept_maps_fd(), pipefd[2];
+	struct ibv_mr *mr;
+	char c = 0;
+
+	if (fd < 0) {
+		CHECK(sharing_off());         /* nothing shared: no maps to read */
+		free(buf);
+		return;
+	}
+	CHECK_OK(close(fd));
+	CHECK_OK(pipe2(pipefd, O_NONBLOCK));
+	CHECK_EQ(dup2(pipefd[0], fd), fd);
+	CHECK_EQ(write(pipefd[1], "x", 1), 1);
+	t_fill(buf, LEN, 23);
+	mr = CHECK_PTR(ibv_reg_mr(p->b.pd, buf, LEN, T_ALL_ACCESS));
+	CHECK(shared_page(buf));
+	CHECK_OK(ibv_dereg_mr(mr));
+	CHECK(!shared_page(buf));
+	CHECK(t_check_fill(buf, LEN, 23));
+	CHECK_EQ(read(fd, &c, 1), 1);         /* still open, its byte unread */
+	CHECK_EQ(c, 'x');
+	close(fd);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	free(buf);
+}
+
 int main(void)
 {
 	struct t_opts o;
@@ -238,6 +299,7 @@ int main(void)
 	not_moved(&p, 9u << 20, MAP_PRIVATE, 30);
 	overlapping(&p);
 	stray_close(&p);
+	maps_fd_reused(&p);
 	t_pair_close(&p);
 	return 0;
 }

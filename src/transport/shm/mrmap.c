@@ -60,11 +60,38 @@ static size_t share_max(void)
  */
 static pthread_mutex_t maps_file_lock = PTHREAD_MUTEX_INITIALIZER;
 static int maps_file = -1;
+static dev_t maps_dev;
+static ino_t maps_ino;
+
+/* The kept descriptor, (re)opened if the application closed it: a program
+ * that closes every descriptor it did not open may have reused its number
+ * for a file of its own, which we must not read.  Under maps_file_lock. */
+static int maps_fd(void)
+{
+	struct stat st;
+
+	if (maps_file >= 0 &&
+	    (fstat(maps_file, &st) || st.st_dev != maps_dev || st.st_ino != maps_ino))
+		maps_file = -1;          /* no longer ours: not to be closed either */
+	if (maps_file < 0) {
+		maps_file = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		if (maps_file >= 0 && fstat(maps_file, &st)) {
+			close(maps_file);
+			maps_file = -1;
+		}
+		if (maps_file >= 0) {
+			maps_dev = st.st_dev;
+			maps_ino = st.st_ino;
+		}
+	}
+	return maps_file;
+}
 
 struct maps_reader {
 	char buf[8192];
 	size_t at, len;
 	bool eof;
+	int fd;
 };
 
 /* The next line of the file without its newline, or NULL at its end (a
@@ -87,7 +114,7 @@ static char *maps_line(struct maps_reader *r)
 		memmove(r->buf, r->buf + r->at, r->len - r->at);
 		r->len -= r->at;
 		r->at = 0;
-		n = read(maps_file, r->buf + r->len, sizeof(r->buf) - r->len);
+		n = read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
 		if (n <= 0)
 			r->eof = true;
 		else
@@ -106,11 +133,10 @@ static bool range_all(uintptr_t a0, uintptr_t a1,
 	char *line;
 
 	pthread_mutex_lock(&maps_file_lock);
-	if (maps_file < 0)
-		maps_file = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	r.fd = maps_fd();
 	r.at = r.len = 0;
 	r.eof = false;
-	if (maps_file < 0 || lseek(maps_file, 0, SEEK_SET)) {
+	if (r.fd < 0 || lseek(r.fd, 0, SEEK_SET)) {
 		pthread_mutex_unlock(&maps_file_lock);
 		return false;
 	}
