@@ -541,6 +541,18 @@ static void frame_done(struct sv_conn *c, struct sv_txframe *f)
 	}
 }
 
+/* Was `f`, just staged, the flush's last frame?  Then the stage goes now
+ * and the frame's bookkeeping (its WQE's ACK timer, counters) after: a
+ * ping-pong's answer does not wait for it.  A request frame with no WQE
+ * behind it, no response and no control frame waiting. */
+static bool staged_last(struct sv_conn *c, const struct sv_txframe *f)
+{
+	const struct sv_qp *qp = c->qc->qp;
+
+	return f == c->qc->req && !stage_empty(c) && c->qc->resp_head == c->qc->resp_tail &&
+	       qp->sq.next == qp->sq.tail && !sv_ctrl_pending(c);
+}
+
 void sv_xmit_flush(struct sv_conn *c)
 {
 	struct sv_txframe *f;
@@ -557,6 +569,8 @@ void sv_xmit_flush(struct sv_conn *c)
 	while ((f = next_frame(c)) && !c->closed) {
 		if (!frame_write(c, f))
 			goto full;
+		if (staged_last(c, f))
+			stage_drain(c);
 		frame_done(c, f);
 		if (f->fatal) {                  /* a NAK of frame_mr_hold's */
 			f->fatal = false;
