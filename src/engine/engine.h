@@ -254,7 +254,7 @@ void sv_comp_end(struct sv_qp *qp, struct sv_conn *c);
 void sv_comp_ack_word(struct sv_qp *qp, struct sv_conn *c);
 /* A request of the peer carried an ACK of ours (SV_WF_ACK). */
 void sv_comp_ack_carried(struct sv_qp *qp, uint32_t psn);
-void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *wqe, enum ibv_wc_status st);
+void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *wqe, enum ibv_wc_status st) __attribute__((cold));
 void sv_comp_link_lost(struct sv_qp *qp);
 
 /* verify.c: an inbound channel carries traffic once its peer is proven */
@@ -273,7 +273,7 @@ void sv_rx_process(struct sv_conn *c);
  * has to write, and drop the channel if it died. */
 void sv_rx_serve(struct sv_conn *c);
 void sv_conn_lost(struct sv_conn *c);
-void sv_engine_protocol_error(struct sv_conn *c, const char *why);
+void sv_engine_protocol_error(struct sv_conn *c, const char *why) __attribute__((cold));
 
 /* xmit.c */
 void sv_xmit_flush(struct sv_conn *c);            /* write pending frames */

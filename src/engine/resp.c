@@ -26,7 +26,7 @@ static const char *const nak_name[] = {
 
 /* Decide a fatal error: RC answers with a NAK and both ends go to ERR;
  * UC drops the message silently.  `why` names the rule it broke. */
-static void resp_fail(struct sv_qp *qp, enum sv_nak nak, enum ibv_wc_status st,
+static __attribute__((cold)) void resp_fail(struct sv_qp *qp, enum sv_nak nak, enum ibv_wc_status st,
 		      const char *why)
 {
 	const struct sv_conn *c = qp->rctx.conn;
@@ -46,7 +46,7 @@ static void resp_fail(struct sv_qp *qp, enum sv_nak nak, enum ibv_wc_status st,
 }
 
 /* Why the responder refuses an access to [va, +len) through `rkey`. */
-static void access_fail(struct sv_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
+static __attribute__((cold)) void access_fail(struct sv_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
 			enum sv_access_dir dir)
 {
 	char why[200];
@@ -57,7 +57,7 @@ static void access_fail(struct sv_qp *qp, uint32_t rkey, uint64_t va, uint64_t l
 }
 
 /* Why the consumed receive WQE cannot take the message. */
-static void receive_fail(struct sv_qp *qp, uint32_t len, size_t total, bool prot)
+static __attribute__((cold)) void receive_fail(struct sv_qp *qp, uint32_t len, size_t total, bool prot)
 {
 	const struct sv_rwqe *w = &qp->rctx.wqe.w;
 	char why[200], sge[180];
