@@ -72,6 +72,13 @@ bench_rec() {  # KEY UNIT VALUE
   fi
 }
 
+# The ratio of a run to its reference measured right before (report.sh
+# takes the median of these pairs); nothing when either is missing.
+bench_pair_rec() {  # KEY VALUE REFERENCE
+  [[ -n $2 && -n $3 ]] || return 0
+  bench_rec "$1" x "$(awk -v a="$2" -v b="$3" 'BEGIN { if (b > 0) printf "%.4f", a / b }')"
+}
+
 bench_fail() {  # KEY UNIT REASON
   local why=${3//$'\t'/ }
   why=${why//$'\n'/ | }

@@ -20,10 +20,12 @@
 declare -A UCX_TLS_OF=([posix]="posix,self" [posix+cma]="posix,cma,self" [tcp]="tcp,self")
 BENCH_UCX_TLS=${BENCH_UCX_TLS:-posix posix+cma tcp}
 
-# ucx_perftest pair: TLS TEST(tag_lat|tag_bw) SIZE [WHERE(host|veth)]
+# ucx_perftest pair: TLS TEST(tag_lat|tag_bw) SIZE [WHERE(host|veth)]; the
+# latency (tag_lat) or message rate (tag_bw of 8 or 64 B) also in REF_UCX_VAL
 peer_ucx() {
   local tls=$1 test=$2 size=$3 where=${4:-host} n w key base unit=MiB/s sns="" cns=""
   local addr=127.0.0.1
+  REF_UCX_VAL=
   base=ucx-$tls/$where
   if [[ $where == veth ]]; then
     sns=$SVB_NS_A cns=$SVB_NS_B addr=$SVB_ADDR_A
@@ -62,19 +64,22 @@ peer_ucx() {
   if [[ $test == tag_lat ]]; then
     v=$(ucx_field "$PAIR_OUT" lat)
     if [[ -n $v ]]; then bench_rec "$key" us "$v"; else bench_fail "$key" us "no Final: row"; fi
+    REF_UCX_VAL=$v
   else
     v=$(ucx_field "$PAIR_OUT" bw)
     if [[ -n $v ]]; then bench_rec "$key" MiB/s "$v"; else bench_fail "$key" MiB/s "no Final: row"; fi
     if ((size <= 64)); then
       v=$(ucx_field "$PAIR_OUT" rate)
       if [[ -n $v ]]; then bench_rec "$base/tag_rate/$size" Mpps "$v"; else bench_fail "$base/tag_rate/$size" Mpps "no Final: row"; fi
+      REF_UCX_VAL=$v
     fi
   fi
 }
 
-# fi_pingpong pair: PROVIDER(shm|tcp) SIZE
+# fi_pingpong pair: PROVIDER(shm|tcp) SIZE; the latency also in REF_FI_VAL
 peer_fi() {
   local prov=$1 size=$2 ep key n v
+  REF_FI_VAL=
   key=fi-$prov/host/pingpong/$size
   if [[ $prov == shm ]]; then ep=rdm; else ep=msg; fi
   if ((size >= 65536)); then n=1000; else n=5000; fi
@@ -89,6 +94,7 @@ peer_fi() {
   if bench_pair "fi-${prov}_pingpong_$size" "" "" "$PORT" 30; then
     v=$(fi_lat "$PAIR_OUT")
     if [[ -n $v ]]; then bench_rec "$key" us "$v"; else bench_fail "$key" us "no result row"; fi
+    REF_FI_VAL=$v
   else
     bench_fail "$key" us "$PAIR_ERR"
   fi

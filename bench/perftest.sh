@@ -70,7 +70,7 @@ sv_pt() {  # WHERE TEST SIZE
   # 1.3 GB/s, for tens of seconds at a time, so medians taken a minute
   # apart can compare two speeds of the machine.  The target is the
   # median of these pairs' ratios (report.sh).
-  local pair_ref=""
+  local pair_ref="" pair_fi="" pair_rate=""
   if [[ $tool != sv ]]; then
     :   # the pairs with TCP are the build under test's
   elif [[ $where == veth && $kind == lat && $size == 8 && $test != read_lat ]]; then
@@ -83,6 +83,16 @@ sv_pt() {  # WHERE TEST SIZE
     # memcpy on the client's core, whose speed moves with the VM's too
     ref_one "memcpy/host/copy/$size" MiB/s mib_s 20 "${PIN_CLI[@]}" "$BENCH_BIN/memcpy_bw" "$size" 0.3
     pair_ref=$REF_ONE_VAL
+  elif [[ $where == host && $size == 8 && ($test == send_lat || $test == write_lat) ]]; then
+    # The best peers, right before on the same cores: this VM's speed is
+    # set per run (docs/measurements.md, 'Run speed'), and UCX moves with it
+    peer_ucx posix tag_lat "$size"
+    pair_ref=$REF_UCX_VAL
+    peer_fi shm "$size"
+    pair_fi=$REF_FI_VAL
+  elif [[ $where == host && $size == 8 && $test == send_bw ]]; then
+    peer_ucx posix tag_bw "$size"
+    pair_rate=$REF_UCX_VAL
   fi
   bench_next_port
   SRV=(env "LD_LIBRARY_PATH=$SV_LIB" "$prog" -d "$SV_DEV" -p "$PORT" -s "$size" "$nopt" "$n" -F "${extra[@]}")
@@ -98,9 +108,8 @@ sv_pt() {  # WHERE TEST SIZE
     v=$(pt_bw "$PAIR_OUT" "$size")
   fi
   if [[ -n $v ]]; then bench_rec "$key" "$unit" "$v"; else bench_fail "$key" "$unit" "no result row for $size B"; fi
-  if [[ -n $pair_ref && -n $v ]]; then
-    bench_rec "pair/$where/$test/$size" x "$(awk -v a="$v" -v b="$pair_ref" 'BEGIN { if (b > 0) printf "%.4f", a / b }')"
-  fi
+  bench_pair_rec "pair/$where/$test/$size" "$v" "$pair_ref"
+  bench_pair_rec "pair-fi/$where/$test/$size" "$v" "$pair_fi"
   if [[ $kind == lat ]]; then
     v=$(pt_lat_avg "$PAIR_OUT" "$size")
     [[ -n $v ]] && bench_rec "$tool/$where/${test}_avg/$size" us "$v"
@@ -108,6 +117,7 @@ sv_pt() {  # WHERE TEST SIZE
   if [[ -n $rkey ]]; then
     v=$(pt_rate "$PAIR_OUT" "$size")
     if [[ -n $v ]]; then bench_rec "$rkey" Mpps "$v"; else bench_fail "$rkey" Mpps "no result row for $size B"; fi
+    bench_pair_rec "pair/$where/${test/_bw/}_rate/$size" "$v" "$pair_rate"
   fi
 }
 

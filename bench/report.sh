@@ -325,8 +325,10 @@ bench_report() {  # OUT.md
     echo "| target | softverbs | reference | ratio | goal | result |"
     echo "|---|---|---|---|---|---|"
     for t in send write; do
-      target "same host ib_${t}_lat 8 B vs UCX posix" "sv/host/${t}_lat/8" ucx-posix/host/tag_lat/8 "UCX posix tag_lat" le 1
-      target "same host ib_${t}_lat 8 B vs libfabric shm" "sv/host/${t}_lat/8" fi-shm/host/pingpong/8 "fi_pingpong shm" le 1
+      target "same host ib_${t}_lat 8 B vs UCX posix" "sv/host/${t}_lat/8" ucx-posix/host/tag_lat/8 "UCX posix tag_lat" le 1 1 \
+             "pair/host/${t}_lat/8"
+      target "same host ib_${t}_lat 8 B vs libfabric shm" "sv/host/${t}_lat/8" fi-shm/host/pingpong/8 "fi_pingpong shm" le 1 1 \
+             "pair-fi/host/${t}_lat/8"
     done
     for t in write read send; do
       target "same host ib_${t}_bw 1 MiB vs UCX posix" "sv/host/${t}_bw/1048576" ucx-posix/host/tag_bw/1048576 "UCX posix tag_bw" ge 0.8
@@ -347,7 +349,7 @@ bench_report() {  # OUT.md
       done
     done
     target "same host ib_send_bw -s 8 message rate vs UCX posix" sv/host/send_rate/8 ucx-posix/host/tag_rate/8 \
-           "UCX posix tag_bw msg rate" ge 1
+           "UCX posix tag_bw msg rate" ge 1 1 "pair/host/send_rate/8"
     target "same host ib_write_bw -s 8 message rate" sv/host/write_rate/8 "" "" ge 5
     for t in send write; do
       target "veth ib_${t}_bw -s 8 message rate vs UCX tcp" "sv/veth/${t}_rate/8" \
