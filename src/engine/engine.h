@@ -254,7 +254,8 @@ void sv_comp_end(struct sv_qp *qp, struct sv_conn *c);
 void sv_comp_ack_word(struct sv_qp *qp, struct sv_conn *c);
 /* A request of the peer carried an ACK of ours (SV_WF_ACK). */
 void sv_comp_ack_carried(struct sv_qp *qp, uint32_t psn);
-void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *wqe, enum ibv_wc_status st) __attribute__((cold));
+void sv_comp_fail(struct sv_qp *qp, struct sv_swqe *wqe, enum ibv_wc_status st)
+	__attribute__((cold));
 void sv_comp_link_lost(struct sv_qp *qp);
 
 /* verify.c: an inbound channel carries traffic once its peer is proven */

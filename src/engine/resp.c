@@ -26,8 +26,8 @@ static const char *const nak_name[] = {
 
 /* Decide a fatal error: RC answers with a NAK and both ends go to ERR;
  * UC drops the message silently.  `why` names the rule it broke. */
-static __attribute__((cold)) void resp_fail(struct sv_qp *qp, enum sv_nak nak, enum ibv_wc_status st,
-		      const char *why)
+static __attribute__((cold)) void resp_fail(struct sv_qp *qp, enum sv_nak nak,
+					     enum ibv_wc_status st, const char *why)
 {
 	const struct sv_conn *c = qp->rctx.conn;
 	const struct sv_wire_hdr *h = &c->qc->rx_hdr;
@@ -46,8 +46,8 @@ static __attribute__((cold)) void resp_fail(struct sv_qp *qp, enum sv_nak nak, e
 }
 
 /* Why the responder refuses an access to [va, +len) through `rkey`. */
-static __attribute__((cold)) void access_fail(struct sv_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
-			enum sv_access_dir dir)
+static __attribute__((cold)) void access_fail(struct sv_qp *qp, uint32_t rkey, uint64_t va,
+					       uint64_t len, enum sv_access_dir dir)
 {
 	char why[200];
 
@@ -57,7 +57,8 @@ static __attribute__((cold)) void access_fail(struct sv_qp *qp, uint32_t rkey, u
 }
 
 /* Why the consumed receive WQE cannot take the message. */
-static __attribute__((cold)) void receive_fail(struct sv_qp *qp, uint32_t len, size_t total, bool prot)
+static __attribute__((cold)) void receive_fail(struct sv_qp *qp, uint32_t len, size_t total,
+						bool prot)
 {
 	const struct sv_rwqe *w = &qp->rctx.wqe.w;
 	char why[200], sge[180];

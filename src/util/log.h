@@ -9,8 +9,10 @@ void sv_log_init(void);
  * laid out as not taken (docs/measurements.md, 'Build: cold error paths') */
 void sv_log_print(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3), cold));
 
-#define sv_log(level, ...) \
-	do { if (__builtin_expect(sv_debug_level >= (level), 0)) sv_log_print(level, __VA_ARGS__); } while (0)
+#define sv_log(level, ...) do {                                  \
+		if (__builtin_expect(sv_debug_level >= (level), 0))     \
+			sv_log_print(level, __VA_ARGS__);               \
+	} while (0)
 #define sv_err(...)   sv_log(1, __VA_ARGS__)
 #define sv_info(...)  sv_log(2, __VA_ARGS__)
 #define sv_trace(...) sv_log(3, __VA_ARGS__)

@@ -676,7 +676,8 @@ static inline bool sv_qp_is_rc(const struct sv_qp *qp)
 /* qp.c */
 /* An error of `qp` in one line naming the broken rule: kept as its last
  * error and printed with SOFTVERBS_DEBUG >= 1 ("QP <num>: " goes first). */
-void sv_qp_explain(struct sv_qp *qp, const char *fmt, ...) __attribute__((format(printf, 2, 3), cold));
+void sv_qp_explain(struct sv_qp *qp, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), cold));
 const char *sv_qp_state_name(enum ibv_qp_state s);       /* qp_modify.c */
 const char *sv_qp_type_name(enum ibv_qp_type t);         /* qp_modify.c */
 const char *sv_wr_opcode_name(enum ibv_wr_opcode op);    /* post.c */
