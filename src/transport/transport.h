@@ -67,6 +67,7 @@ enum sv_chan_input {
  * there is no room; readv the bytes read, -EAGAIN when there is nothing,
  * else the channel is dead (c->dead). */
 struct sv_direct;
+struct sv_recv_pub;
 #define SV_CONN_MAX_FDS 6   /* the most a handshake frame carries */
 
 /* What a frame means to a peer thread asleep on its completion channel. */
@@ -83,6 +84,9 @@ struct sv_chan_ops {
 	ssize_t (*writev)(struct sv_conn *c, const struct iovec *iov, int n);
 	ssize_t (*readv)(struct sv_conn *c, const struct iovec *iov, int n);
 	void (*close)(struct sv_conn *c);    /* optional: tell the peer first */
+	/* optional: the next `len` bytes of input, left there (false: not all
+	 * in yet); a reader that takes them reads them */
+	bool (*peek)(struct sv_conn *c, void *buf, size_t len);
 
 	/* The rest is optional: NULL where the transport cannot, and the
 	 * sv_chan_* calls below answer for it (nothing, or -EOPNOTSUPP). */
@@ -96,6 +100,10 @@ struct sv_chan_ops {
 	int (*direct)(struct sv_conn *c, const struct sv_direct *d);
 	ssize_t (*pull)(struct sv_conn *c, const struct sv_wire_pull *pd, int n,
 			const struct iovec *dst, int ndst, size_t len);
+	/* SENDs the requester places (cma_ok; shm/mirror.h): the responder
+	 * publishes its receives, the requester copies into them */
+	void (*recv_publish)(struct sv_conn *c, uint32_t idx, const struct sv_recv_pub *r);
+	int (*place)(struct sv_conn *c, uint32_t idx, const struct iovec *src, int n, size_t len);
 	/* the same-host handshake (shm/handshake.c) */
 	uint64_t (*offer)(struct sv_conn *c);
 	uint64_t (*take)(struct sv_conn *c, const struct sv_wire_hdr *hello);
@@ -323,6 +331,17 @@ int sv_conn_direct(struct sv_conn *c, const struct sv_direct *d);
 ssize_t sv_conn_pull(struct sv_conn *c, const struct sv_wire_pull *pd, int n,
 		     const struct iovec *dst, int ndst, size_t len);
 
+/* shm/mirror.c: a responder's receive `idx` (counted from its QP's RESET)
+ * for the requester to place a SEND into, and the placement: 0, the SEND
+ * is in receive `idx`; -EAGAIN, it travels as a frame. */
+struct sv_recv_pub {
+	uint64_t addr;               /* the receive's first SGE */
+	uint32_t len, lkey;
+	uint32_t nsge;
+};
+void sv_conn_recv_publish(struct sv_conn *c, uint32_t idx, const struct sv_recv_pub *r);
+int sv_conn_place(struct sv_conn *c, uint32_t idx, const struct iovec *src, int n, size_t len);
+
 /* The engine's calls of a channel's optional ops (struct sv_chan_ops). */
 /* Frames to read, or an acknowledgement not yet taken (pollers, unlocked). */
 static inline bool sv_chan_has_input(const struct sv_conn *c)
@@ -355,6 +374,24 @@ static inline bool sv_chan_ack_take(struct sv_conn *c, uint32_t *psn)
 static inline int sv_chan_direct(struct sv_conn *c, const struct sv_direct *d)
 {
 	return c->ops->direct ? c->ops->direct(c, d) : -EOPNOTSUPP;
+}
+
+static inline bool sv_chan_peek(struct sv_conn *c, void *buf, size_t len)
+{
+	return c->ops->peek && c->ops->peek(c, buf, len);
+}
+
+static inline void sv_chan_recv_publish(struct sv_conn *c, uint32_t idx,
+					const struct sv_recv_pub *r)
+{
+	if (c->ops->recv_publish)
+		c->ops->recv_publish(c, idx, r);
+}
+
+static inline int sv_chan_place(struct sv_conn *c, uint32_t idx, const struct iovec *src, int n,
+				size_t len)
+{
+	return c->ops->place ? c->ops->place(c, idx, src, n, len) : -EOPNOTSUPP;
 }
 
 static inline ssize_t sv_chan_pull(struct sv_conn *c, const struct sv_wire_pull *pd, int n,

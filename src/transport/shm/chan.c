@@ -18,10 +18,11 @@ uint32_t sv_shm_ring_bytes(void)
 
 /*
  * Where a memfd's rings lie.  One ring (UD): its header, then its data.
- * Two (a channel): a line, ring 1's data, the two headers, ring 0's data;
- * ring 0 begins at its first line and ring 1 at its last, so that the
- * headers and both directions' first records share one page, the only
- * one an idle channel touches.
+ * Two (a channel): a line, ring 1's data, the two headers, the receive
+ * mirror of ring 0's consumer (shm/mirror.h), ring 0's data; ring 0 begins
+ * at its first line and ring 1 at its last, so that the headers, the
+ * mirror and both directions' first records share one page, the only one
+ * an idle channel touches.
  */
 #define PAGE 4096u
 
@@ -30,9 +31,16 @@ static size_t hdr_off(unsigned n, uint32_t size)
 	return n == 2 ? SV_RING_LINE + (size_t)size : 0;
 }
 
+static size_t mirror_off(unsigned n, uint32_t size)
+{
+	return hdr_off(n, size) + n * sizeof(struct sv_ring);
+}
+
 static size_t data_off(unsigned n, uint32_t size, unsigned i)
 {
-	return n == 2 && i == 1 ? SV_RING_LINE : hdr_off(n, size) + n * sizeof(struct sv_ring);
+	if (n == 2 && i == 1)
+		return SV_RING_LINE;
+	return mirror_off(n, size) + (n == 2 ? sizeof(struct sv_mirror) : 0);
 }
 
 static uint64_t start_pos(unsigned n, uint32_t size, unsigned i)
@@ -49,11 +57,10 @@ static size_t rings_len(unsigned n, uint32_t size)
  * against the headers). */
 static uint32_t size_of_len(unsigned n, size_t len)
 {
-	size_t size = len > PAGE ? (len - PAGE) / n : 0;
-
-	return size >= PAGE && size <= (64u << 20) && !(size & (size - 1)) &&
-	       rings_len(n, (uint32_t)size) == len ?
-	       (uint32_t)size : 0;
+	for (uint32_t size = PAGE; size <= (64u << 20); size <<= 1)
+		if (rings_len(n, size) == len)
+			return size;
+	return 0;
 }
 
 struct sv_ring *sv_shm_ring_at(const struct sv_shm_map *m, unsigned i)
@@ -131,6 +138,7 @@ void sv_shm_rings_unmap(struct sv_shm_map *m)
 
 static void chan_layout(struct sv_shm_chan *ch, bool connector)
 {
+	ch->mirror = (struct sv_mirror *)((uint8_t *)ch->map.base + mirror_off(2, ch->map.size));
 	ch->tx = sv_shm_ring_at(&ch->map, connector ? 0 : 1);
 	ch->rx = sv_shm_ring_at(&ch->map, connector ? 1 : 0);
 	ch->tx_data = sv_shm_ring_data(&ch->map, connector ? 0 : 1);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport/shm/mirror.h"
 #include "transport/shm/ring.h"
 
 /* Rings of one size in one memfd, mapped: their headers first, side by
@@ -36,6 +37,7 @@ struct sv_shm_chan {
 	uint32_t rx_ack_seen;        /* the responder's ACK word, as we last took it */
 	struct sv_ring_rd rx_rd;     /* how far we read the record at rx->head */
 	uint32_t slot;               /* ours on our board (shm/board.h), 0: none */
+	struct sv_mirror *mirror;    /* ring 0's consumer's receives (shm/mirror.h) */
 };
 
 /* The connecting side creates it (returns the memfd to pass on); ring 0

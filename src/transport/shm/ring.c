@@ -161,6 +161,17 @@ size_t sv_ring_write(struct sv_ring *r, uint8_t *data, uint32_t size, const stru
 	return done;
 }
 
+bool sv_ring_peek(const struct sv_ring *r, const uint8_t *data, uint32_t size, void *buf,
+		  size_t len, const struct sv_ring_rd *rd)
+{
+	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+
+	if (record_at(data, size, head) < rd->off + len)
+		return false;
+	ring_copy((uint8_t *)data, size, head + 8 + rd->off, buf, len, 0);
+	return true;
+}
+
 /* Where the next record is depends on the word of this one: a run of
  * small records would take one cache miss after the other.  Asking for the
  * lines ahead at once lets their transfers overlap. */

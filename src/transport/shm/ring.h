@@ -17,9 +17,10 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define SV_RING_MAGIC 0x53565236u   /* "SVR6": records; headers before all data (shm/chan.c);
+#define SV_RING_MAGIC 0x53565237u   /* "SVR7": records; headers before all data (shm/chan.c);
 				     * the consumer's board slot (shm/board.h); the
-				     * process's bell and life line (shm/peer.h) */
+				     * process's bell and life line (shm/peer.h); a
+				     * channel's receive mirror (shm/mirror.h) */
 #define SV_RING_LINE  64u
 
 /* One cache line each for what rarely changes (read on every operation,
@@ -90,6 +91,10 @@ size_t sv_ring_write(struct sv_ring *r, uint8_t *data, uint32_t size, const stru
 		     int n, uint64_t *head_seen);
 size_t sv_ring_read(struct sv_ring *r, const uint8_t *data, uint32_t size, const struct iovec *iov,
 		    int n, struct sv_ring_rd *rd);
+/* Consumer: copy the next `len` bytes without taking them, if the record
+ * it is reading holds them all. */
+bool sv_ring_peek(const struct sv_ring *r, const uint8_t *data, uint32_t size, void *buf,
+		  size_t len, const struct sv_ring_rd *rd);
 
 /* A responder acknowledges in its response ring, in a line of its own,
  * instead of writing ACK frames into it: one store.  0 means "nothing yet";

@@ -159,6 +159,11 @@ static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
 	return r ? (ssize_t)r : -EAGAIN;
 }
 
+static bool shm_peek(struct sv_conn *c, void *buf, size_t len)
+{
+	return sv_ring_peek(c->shm.rx, c->shm.rx_data, c->shm.size, buf, len, &c->shm.rx_rd);
+}
+
 /* Before the QP's state change returns: the peer must stop touching our
  * memory directly from now on.  The mark is its EOF: tell it, whether it
  * asked or not (it may poll a CQ, which looks at the board, or sleep). */
@@ -243,6 +248,9 @@ const struct sv_chan_ops sv_ring_ops = {
 	.ack_take = ring_ack_take,
 	.direct = sv_conn_direct,
 	.pull = sv_conn_pull,
+	.peek = shm_peek,
+	.recv_publish = sv_conn_recv_publish,
+	.place = sv_conn_place,
 };
 
 void sv_conn_shm_start(struct sv_conn *c)
