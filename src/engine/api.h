@@ -143,6 +143,9 @@ void sv_engine_qp_ready(struct sv_qp *qp);       /* state changed: resume channe
 void sv_engine_qp_teardown(struct sv_qp *qp);    /* close channels */
 
 void sv_resp_rnr_resume(struct sv_qp *qp);                 /* a receive was posted */
+/* Publish posted receives from index `from` for the requester to place
+ * SENDs in (engine/placed.c). */
+void sv_resp_publish(struct sv_qp *qp, uint32_t from);
 
 /* Pollers: release the ACKs the CQ's channels hold (the application waits). */
 void sv_engine_release_acks(struct sv_node *node, struct sv_cq *cq);

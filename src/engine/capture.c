@@ -417,8 +417,10 @@ static void emit_frame(struct cap_ctx *x, const struct sv_wire_hdr *h, const str
 {
 	const struct sv_opinfo *oi = sv_op_info(h->opcode);
 
-	if (!oi || (oi->flags & SV_OPF_CTRL))
-		return;                    /* channel management: no packet stands for it */
+	/* channel management: no packet stands for it; a placed SEND's were
+	 * written when it was placed (sv_capture_placed), and only there */
+	if (!oi || (oi->flags & (SV_OPF_CTRL | SV_OPF_PLACED)))
+		return;
 	if (oi->flags & SV_OPF_RESP)
 		emit_response(x, h, iov, n, len);
 	else
@@ -564,6 +566,61 @@ void sv_capture_direct(struct sv_qp *qp, const struct sv_direct *d)
 	}
 out:
 	cap_end();
+}
+
+/* A placed SEND (engine/placed.c) as its packets (ctx x, wire PSNs of
+ * direction d from next_e on, as a direct access's) and the ACK the
+ * responder's NIC would send (ctx y).  Both ends write it: the requester
+ * when it places it, the responder when it takes it. */
+static void emit_placed(struct cap_ctx *x, struct cap_ctx *y, struct cap_dir *d, uint32_t next_e,
+			const struct sv_wire_hdr *h, const struct iovec *iov, int n)
+{
+	struct cap_ent m = dir_advance(d, next_e, npkts(x, h->rlen));
+	struct sv_roce_pkt p = x->t;
+
+	p.psn = m.wire;
+	p.se = h->flags & SV_WF_SOLICITED;
+	p.imm = h->imm;
+	p.dmalen = h->rlen;
+	emit_message(x, &p, h->opcode == SV_OP_PLACED_IMM ? &seg_send_imm : &seg_send, iov, n,
+		     h->rlen, true);
+	emit_aeth(y, SV_ROCE_ACK, (m.wire + m.npkt - 1) & PSN_MASK,
+		  SV_ROCE_AETH_ACK | SV_ROCE_AETH_NO_CREDIT, m.msn, 0);
+}
+
+void sv_capture_placed(struct sv_qp *qp, const struct sv_wire_hdr *h, const struct iovec *iov,
+		       int n)
+{
+	struct cap_ctx x, y;
+
+	pthread_mutex_lock(&cap.lock);
+	ctx_init(&x, qp, true);
+	ctx_init(&y, qp, false);
+	if (x.q)
+		emit_placed(&x, &y, &x.q->sq, qp->next_psn, h, iov, n);
+	cap_end();
+}
+
+void sv_capture_placed_rx(struct sv_qp *qp, const struct sv_wire_hdr *h)
+{
+	struct sv_sge sge = qp->rctx.wqe.w.sge[0];
+	struct iovec seg[1];
+	struct cap_ctx x, y;
+	size_t total;
+	int n = 0;
+
+	sge.length = h->rlen;
+	sv_mr_rdlock();                    /* the payload is in registered memory */
+	if (h->rlen && sv_sges_translate(qp->rctx.pd, &sge, 1, SV_LOCAL_WRITE, seg, &n, &total) !=
+	    IBV_WC_SUCCESS)
+		n = 0;
+	pthread_mutex_lock(&cap.lock);
+	ctx_init(&x, qp, false);
+	ctx_init(&y, qp, true);
+	if (x.q)
+		emit_placed(&x, &y, &x.q->rq, qp->epsn, h, n ? seg : NULL, n);
+	cap_end();
+	sv_mr_unlock();
 }
 
 /* ---- UD: one packet per datagram, DETH naming the sender ---- */

@@ -33,6 +33,12 @@ void sv_capture_rx(struct sv_conn *c);
 void sv_capture_ack_word(struct sv_qp *qp, uint32_t psn, bool tx);
 /* A one-sided operation the requester did in the peer's memory itself. */
 void sv_capture_direct(struct sv_qp *qp, const struct sv_direct *d);
+/* A SEND placed in the peer's receive (engine/placed.c), by its frame's
+ * header in host order: by us (its payload iov[0..n)), or in our receive
+ * just taken (qp->rctx). */
+void sv_capture_placed(struct sv_qp *qp, const struct sv_wire_hdr *h, const struct iovec *iov,
+		       int n);
+void sv_capture_placed_rx(struct sv_qp *qp, const struct sv_wire_hdr *h);
 /* The pulled SEND received last, copied into the receive buffer dst[0..n). */
 void sv_capture_pulled(struct sv_qp *qp, const struct iovec *dst, int n);
 /* A UD datagram sent (header sealed; payload seg[0..n), n < 0: it failed)

@@ -215,6 +215,20 @@ struct sv_conn *sv_req_conn(struct sv_qp *qp);
 void sv_req_turned_lost(struct sv_qp *qp);
 void sv_req_link_failed(struct sv_qp *qp);
 
+/* Large RC SENDs to a same-host peer that can read us travel as the
+ * addresses of their data (req.c): the responder pulls it with one
+ * cross-memory read straight into the receive buffer (one copy instead of
+ * two through the ring).  The data stays ours until the ACK, which follows
+ * the pull.  Smaller ones may be placed (placed.c). */
+#define SV_PULL_MIN (32 * 1024)
+
+/* placed.c: SENDs the requester places in the peer's receive itself */
+/* The frame of one placed now, or before (false: it travels as a SEND). */
+bool sv_req_place(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe *f);
+void sv_req_count_recv(struct sv_qp *qp, uint8_t op);      /* a request took its PSN */
+bool sv_resp_placed_ok(struct sv_qp *qp, const struct sv_wire_hdr *h);
+bool sv_resp_placed(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h);  /* resp.c */
+
 /* PSN arithmetic modulo 2^24 */
 /* The descriptor a thread asleep for `cq`'s event waits on (-1: none): a
  * same-host peer of our user gets it in the handshake and wakes that

@@ -408,6 +408,31 @@ void sv_rx_set(struct sv_conn *c, enum sv_rx_state s)
 		sv_conn_board_remind(c);     /* input its peer wrote long ago */
 }
 
+/* A placed SEND first in a ring channel's input (engine/placed.c) is taken
+ * without the receive machine: its header looked at where it is, its
+ * receive completed, its bytes read.  Anything unusual about it goes the
+ * whole way. */
+static bool rx_placed(struct sv_conn *c)
+{
+	struct sv_qp *qp = c->qc->qp;
+	struct sv_wire_hdr h;
+
+	if (c->qc->rx_got || rbuf_avail(c) || c->outbound || c->qc->peer_state != SV_PEER_VERIFIED ||
+	    !sv_chan_peek(c, &h, SV_WIRE_SHORT_LEN) || !(h.flags & SV_WF_SHORT) ||
+	    !(sv_op_info(h.opcode) && (sv_op_info(h.opcode)->flags & SV_OPF_PLACED)))
+		return false;
+	memset((uint8_t *)&h + SV_WIRE_SHORT_LEN, 0, sizeof(h) - SV_WIRE_SHORT_LEN);
+	if (!sv_wire_decode(&h) || h.dst_qpn != qp->ibqp.qp_base.qp_num || h.src_qpn != qp->peer_qpn ||
+	    !sv_resp_placed(qp, c, &h))
+		return false;
+	sv_trace("qp %u rx %s (taken in place)", qp->ibqp.qp_base.qp_num, sv_op_info(h.opcode)->name);
+	c->qc->rx_hdr = h;
+	if (sv_conn_read(c, &h, SV_WIRE_SHORT_LEN) != SV_WIRE_SHORT_LEN)
+		sv_engine_protocol_error(c, "a placed SEND's header went away");
+	sv_stat_rx(c);
+	return true;
+}
+
 /* HDR -> PAYLOAD -> HDR, frame after frame; a SEND with no receive to take
  * it may be held (HDR -> HELD, resp.c) until a receive makes it READY, and
  * then begins again from its kept header. */
@@ -416,6 +441,8 @@ static void rx_frames_run(struct sv_conn *c)
 	while (!c->dead && !c->paused) {
 		if (c->qc->rx_state == SV_RX_HELD)
 			return;                         /* no input until it is READY */
+		if (c->qc->rx_state == SV_RX_HDR && rx_placed(c))
+			continue;
 		if (c->qc->rx_state != SV_RX_PAYLOAD) {
 			if (!resp_room(c)) {
 				sv_conn_pause(c, true);

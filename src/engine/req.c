@@ -38,12 +38,6 @@ static const uint8_t wr_to_op[] = {
 };
 
 /* Attach a WQE's payload to a frame.  Returns the local error, if any. */
-/* Large RC SENDs to a same-host peer that can read us travel as the
- * addresses of their data: the responder pulls it with one cross-memory
- * read straight into the receive buffer (one copy instead of two through
- * the ring).  The data stays ours until the ACK, which follows the pull. */
-#define SV_PULL_MIN (32 * 1024)
-
 static enum ibv_wc_status add_pull(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe *f)
 {
 	struct sv_wire_pull *desc = qp->out->qc->pull->desc;
@@ -281,6 +275,8 @@ static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 			run_local(qp, w);
 			continue;
 		}
+		if (sv_req_place(qp, w, f))
+			return true;
 		if (try_direct(qp, w))
 			continue;
 		if (is_rd_atomic(w->opcode) && (qp->rd_outstanding >= rd_max ||
@@ -290,6 +286,7 @@ static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 			w->psn = qp->next_psn;
 			qp->next_psn = (qp->next_psn + 1) & 0xffffff;
 			w->psn_set = true;
+			sv_req_count_recv(qp, wr_to_op[w->opcode]);
 		}
 		sv_stamp(SV_ST_FILL);
 		build_header(qp, w, f, qp->peer_qpn);
@@ -358,7 +355,8 @@ void sv_req_sent(struct sv_qp *qp, uint32_t idx)
 	w = sv_sq_at(&qp->sq, idx);
 	if (w->state != SV_SWQE_POSTED)
 		return;
-	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UC) {
+	/* nothing waits for UC, nor for a placed SEND (placed.c) */
+	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UC || w->placed) {
 		sv_swqe_done(qp, w, IBV_WC_SUCCESS);
 		sv_comp_reap(qp);
 		return;

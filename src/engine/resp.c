@@ -212,6 +212,7 @@ static bool take_rwqe(struct sv_qp *qp)
 {
 	if (!sv_qp_take_rwqe(qp, &qp->rctx.wqe.w))
 		return false;
+	sv_resp_publish(qp, qp->rq.head + SV_MIRROR_N - 1);    /* the one the window reached */
 	qp->rctx.have_wqe = true;
 	return true;
 }
@@ -516,10 +517,12 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 		sv_engine_protocol_error(c, "invalid pulled SEND");
 		return;
 	}
-	if (!psn_ok(qp, c, h))
+	/* a placed SEND took no PSN and wants no ACK */
+	qp->rctx.placed = oi->flags & SV_OPF_PLACED;
+	if (!qp->rctx.placed && !psn_ok(qp, c, h))
 		return;
 	qp->rctx.drop = false;
-	qp->rctx.ack = sv_qp_is_rc(qp);
+	qp->rctx.ack = sv_qp_is_rc(qp) && !qp->rctx.placed;
 	if (qp->attr.qp_state == IBV_QPS_RTR && !qp->comm_est_sent) {
 		qp->comm_est_sent = true;
 		sv_qp_async(qp, IBV_EVENT_COMM_EST);
@@ -529,6 +532,14 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 			  !(oi->qpts & qpt) ? "not an operation of this QP type" :
 			  !qp->rctx.pd ? "the XRC SRQ number names no SRQ of the target's domain" :
 			  "the QP's access flags do not allow it");
+		return;
+	}
+	if (qp->rctx.placed) {
+		if (!sv_resp_placed_ok(qp, h) || !take_rwqe(qp))
+			sv_engine_protocol_error(c, "a placed SEND names a receive that is not the next");
+		else
+			SV_CAPTURE(sv_capture_placed_rx(qp, h));
+		qp->rctx.ack = false;
 		return;
 	}
 	if ((oi->flags & SV_OPF_RECV) && !take_rwqe(qp)) {
@@ -617,7 +628,7 @@ static void recv_done_fill(struct sv_done_wc *d, const struct sv_qp *qp,
 	d->wr_id = qp->rctx.wqe.w.wr_id;
 	d->status = qp->rctx.status;
 	d->opcode = h->opcode == SV_OP_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
-	d->byte_len = qp->rctx.pull ? h->rlen : h->len;
+	d->byte_len = qp->rctx.pull || qp->rctx.placed ? h->rlen : h->len;
 	d->solicited = h->flags & SV_WF_SOLICITED;
 	d->wc_flags = qp->attr.ah_attr.is_global ? IBV_WC_GRH : 0;
 	d->imm = 0;
@@ -672,6 +683,35 @@ static bool ack_may_wait(struct sv_qp *qp, struct sv_conn *c, const struct sv_wi
 	       c->qc->ack_held_n < SV_ACK_HOLD_MAX;
 }
 
+/* Spinning pollers wait for requests that complete receives only. */
+static void took_request(struct sv_conn *c, bool completes)
+{
+	if (!c->qc->rx_requested)
+		__atomic_store_n(&c->qc->rx_requested, true, __ATOMIC_RELAXED);
+	if (c->qc->rx_completes != completes)
+		__atomic_store_n(&c->qc->rx_completes, completes, __ATOMIC_RELAXED);
+}
+
+/* A placed SEND taken without the receive machine (engine/recv.c): its
+ * receive and completion, if the QP takes it as sv_resp_begin would; else
+ * nothing changes and the frame goes the whole way, which says what is
+ * wrong. */
+bool sv_resp_placed(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
+{
+	if (qp->attr.qp_state != IBV_QPS_RTS || h->src_qpn != qp->attr.dest_qp_num ||
+	    !sv_resp_placed_ok(qp, h))
+		return false;
+	memset(&qp->rctx, 0, offsetof(typeof(qp->rctx), wqe));
+	qp->rctx.conn = c;
+	qp->rctx.pd = qp->ibqp.qp_base.pd;
+	qp->rctx.placed = true;
+	take_rwqe(qp);
+	SV_CAPTURE(sv_capture_placed_rx(qp, h));
+	took_request(c, true);
+	complete_recv(qp, c, h);
+	return true;
+}
+
 void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 {
 	const struct sv_wire_hdr *h = &c->qc->rx_hdr;
@@ -713,13 +753,9 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 			sv_qp_to_error(qp);
 		return;
 	}
-	if (!qp->rctx.drop && sv_qp_is_rc(qp))
+	if (!qp->rctx.drop && sv_qp_is_rc(qp) && !qp->rctx.placed)
 		qp->epsn = (qp->epsn + 1) & 0xffffff;
-	/* spinning pollers wait for requests that complete receives only */
-	if (!c->qc->rx_requested)
-		__atomic_store_n(&c->qc->rx_requested, true, __ATOMIC_RELAXED);
-	if (c->qc->rx_completes != qp->rctx.have_wqe)
-		__atomic_store_n(&c->qc->rx_completes, qp->rctx.have_wqe, __ATOMIC_RELAXED);
+	took_request(c, qp->rctx.have_wqe);
 	if (qp->rctx.ack && !(sv_opinfo[h->opcode].flags & (SV_OPF_ATOMIC)) &&
 	    h->opcode != SV_OP_READ_REQ) {
 		if (ack_may_wait(qp, c, h))

@@ -22,9 +22,11 @@ static inline void sv_stat_psns(struct svst_qp *r, const struct sv_qp *qp)
 
 /* The message bytes of a frame with `payload` bytes after its header: a
  * pulled SEND carries descriptors of its rlen bytes instead. */
-static inline uint64_t sv_stat_bytes(uint8_t flags, uint32_t rlen, uint64_t payload)
+/* A pulled SEND's or a placed one's bytes are not its frame's payload. */
+static inline uint64_t sv_stat_bytes(uint8_t op, uint8_t flags, uint32_t rlen, uint64_t payload)
 {
-	return (flags & SV_WF_PULL) ? rlen : payload;
+	return (flags & SV_WF_PULL) || (op < SV_OP_MAX && (sv_opinfo[op].flags & SV_OPF_PLACED)) ?
+	       rlen : payload;
 }
 
 /*
@@ -71,7 +73,7 @@ static inline void sv_stat_tx(struct sv_conn *c, const struct sv_wire_hdr *h, ui
 	if (!qp)
 		return;          /* an inbound channel answered before it was bound */
 	sv_stat_add(qp, SV_TALLY_TX, h->opcode, !c->outbound,
-		    sv_stat_bytes(h->flags, SV_WIRE_GET32(h->rlen), payload));
+		    sv_stat_bytes(h->opcode, h->flags, SV_WIRE_GET32(h->rlen), payload));
 }
 
 /* A frame of `c` was received whole (its header in c->qc->rx_hdr). */
@@ -80,7 +82,7 @@ static inline void sv_stat_rx(struct sv_conn *c)
 	const struct sv_wire_hdr *h = &c->qc->rx_hdr;
 
 	sv_stat_add(c->qc->qp, SV_TALLY_RX, h->opcode, !c->outbound,
-		    sv_stat_bytes(h->flags, h->rlen, h->len));
+		    sv_stat_bytes(h->opcode, h->flags, h->rlen, h->len));
 }
 
 /* A UD datagram of `qp` went out, or came in (chan[0] is its datagrams). */

@@ -94,6 +94,7 @@ static void bind_channel(struct sv_qp *qp, struct sv_conn *c)
 		sv_conn_lost(c);
 		return;
 	}
+	sv_resp_publish(qp, qp->rq.head);    /* receives posted before it came */
 	/* (an XRC target's requests go to their SRQs' CQs: none of its own) */
 	sv_engine_drive_register(c, sv_qp_is_xrc_tgt(qp) ? NULL : qp->rcq);
 	sv_engine_drive_register_also(c, qp->scq);

@@ -174,6 +174,7 @@ int sv_sq_enqueue(struct sv_qp *qp, const struct ibv_send_wr *wr)
 		}
 	}
 	w->psn_set = false;         /* a PSN is taken when it first goes on the wire */
+	w->placed = false;
 	w->state = SV_SWQE_POSTED;
 	sq->tail++;
 	return 0;
@@ -228,6 +229,7 @@ out:
 int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct sv_qp *qp = to_sqp(ibqp);
+	uint32_t from;
 	int ret;
 
 	sv_stamp(SV_ST_POST_RECV);
@@ -245,7 +247,9 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 		sv_qp_unlock(qp);
 		return EINVAL;
 	}
+	from = qp->rq.tail;
 	ret = sv_rq_post(&qp->rq, wr, bad_wr);
+	sv_resp_publish(qp, from);
 	if (ret == ENOMEM)
 		sv_qp_explain(qp, "ibv_post_recv wr_id %llu: the receive queue is full: max_recv_wr %u "
 			      "posted and not yet consumed: ENOMEM",

@@ -335,6 +335,7 @@ struct sv_swqe {
 	bool ud_grh;
 	bool ud_mcast;               /* to the members of MGID ud_mgid */
 	bool psn_set;                /* executed directly (no frame): no PSN */
+	bool placed;                 /* a SEND in the peer's receive `psn` (engine/placed.c) */
 	bool is_inline;
 	struct sv_sge sge[];         /* num_sge entries, then inline data */
 };
@@ -432,6 +433,7 @@ struct sv_qp {
 
 	/* requester */
 	uint32_t next_psn;           /* PSN of the next new request */
+	uint32_t peer_rq_next;       /* the peer's receive our next SEND takes (engine/placed.c) */
 	uint32_t rd_outstanding;     /* READ/atomic requests in flight */
 	uint8_t lone_run;            /* requests sent in a row with nothing else in flight (req.c) */
 	uint32_t retries;            /* transport retries used */
@@ -472,6 +474,7 @@ struct sv_qp {
 		uint32_t status;         /* receive completion status */
 		uint32_t nak;            /* NAK to send at the end (0: none) */
 		bool pull;               /* a pulled SEND: data comes from the peer */
+		bool placed;             /* a placed SEND: its data is in (engine/placed.c) */
 		struct ibv_pd *pd;       /* its accesses are checked in (an XRC SRQ's) */
 		const void *conn;        /* the channel it came on */
 		union {

@@ -25,6 +25,9 @@ const struct sv_opinfo sv_opinfo[SV_OP_MAX] = {
 	[SV_OP_SEND_INV]    = { "SEND_INV", SV_OPF_REQ | SV_OPF_PAYLOAD | SV_OPF_RECV | SV_OPF_INV,
 				SV_QPT_RC },
 	[SV_OP_ATOMIC_WRITE] = { "ATOMIC_WRITE", SV_OPF_REQ | SV_OPF_RKEY, SV_QPT_RC },
+	[SV_OP_PLACED]      = { "SEND_PLACED", SV_OPF_RECV | SV_OPF_PLACED, SV_QPT_RC },
+	[SV_OP_PLACED_IMM]  = { "SEND_IMM_PLACED", SV_OPF_RECV | SV_OPF_PLACED | SV_OPF_IMM,
+				SV_QPT_RC },
 };
 
 /* Control frames carry at most this much payload (shared-memory names). */

@@ -40,6 +40,11 @@ enum sv_op {
 	SV_OP_VERIFY_ACK,    /* the answer, on the same channel: imm 1 yes, 0 no */
 	SV_OP_SEND_INV,      /* SEND with invalidate: imm is the rkey to invalidate */
 	SV_OP_ATOMIC_WRITE,  /* 8 bytes (data0) stored at va in one access; ACKed as a WRITE */
+	/* a SEND (with immediate) the requester placed itself in the receive
+	 * it takes (rings only, transport/shm/mirror.h): no payload, no PSN,
+	 * no ACK; psn is the receive's index, rlen the message's bytes */
+	SV_OP_PLACED,
+	SV_OP_PLACED_IMM,
 	SV_OP_MAX
 };
 
@@ -138,6 +143,7 @@ enum {
 	SV_OPF_ATOMIC   = 1 << 6,
 	SV_OPF_CTRL     = 1 << 7,  /* channel management */
 	SV_OPF_INV      = 1 << 8,  /* carries an rkey the responder invalidates (in imm) */
+	SV_OPF_PLACED   = 1 << 9,  /* its payload is already in the receive it takes */
 };
 
 /* Which QP types may use an opcode */

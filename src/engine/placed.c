@@ -1,0 +1,127 @@
+/*
+ * SENDs a same-host requester places itself (transport/shm/mirror.h).
+ *
+ * Requester: a SEND or SEND with immediate on an RC QP, with nothing in
+ * flight before it and never sent before, is copied into the peer's
+ * receive it takes (peer_rq_next) if the channel can place it there.  Its
+ * frame (SV_OP_PLACED) then only tells the responder, and its WQE
+ * completes once that frame is written, as a NIC's completes on the ACK
+ * of a SEND the responder has.  Otherwise it travels as any SEND.
+ *
+ * Responder: the receives posted to the QP are published, up to
+ * SV_MIRROR_N from the next one, for the channel its requests come on; a
+ * placed SEND names the receive it took, which must be the next one
+ * (resp.c completes it).
+ */
+#include "engine/capture.h"
+#include "engine/engine.h"
+
+/* ---- requester ---- */
+
+static bool placeable(const struct sv_qp *qp, const struct sv_swqe *w)
+{
+	const struct sv_conn *c = qp->out;
+
+	/* (a larger one is pulled: one copy too, by the core that reads it
+	 * next in a ping-pong, measured faster at 64 KiB) */
+	return (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) && !w->psn_set &&
+	       w->length < SV_PULL_MIN &&
+	       qp->ibqp.qp_base.qp_type == IBV_QPT_RC && qp->sq.head == qp->sq.next && c &&
+	       c->cma_ok && !(c->caps & SV_CAP_LOSSY) && !sv_conn_peer_left(c);
+}
+
+/* Copy it into the peer's receive (its payload: iov[0..*n)); false: it
+ * travels as a SEND. */
+static bool place(struct sv_qp *qp, struct sv_swqe *w, struct iovec *iov, int *n)
+{
+	size_t total;
+
+	if (w->is_inline) {
+		iov[0].iov_base = (uint8_t *)&w->sge[qp->sq.max_sge];
+		iov[0].iov_len = w->length;
+		*n = w->length ? 1 : 0;
+	} else if (sv_sges_to_place(qp->ibqp.qp_base.pd, w->sge, w->num_sge, SV_LOCAL_READ, iov, n,
+				    &total) != IBV_WC_SUCCESS) {
+		return false;           /* its frame's fill fails it, and says why */
+	}
+	if (sv_chan_place(qp->out, qp->peer_rq_next, iov, *n, w->length))
+		return false;
+	w->placed = true;
+	w->psn = qp->peer_rq_next++;
+	return true;
+}
+
+bool sv_req_place(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe *f)
+{
+	struct iovec iov[SV_PLACE_MAX_SEG];
+	bool again = w->placed;       /* placed before, and a rewind dropped its frame */
+	int n = 0;
+
+	if (!again && (!placeable(qp, w) || !place(qp, w, iov, &n)))
+		return false;
+	sv_frame_init(f, w->opcode == IBV_WR_SEND ? SV_OP_PLACED : SV_OP_PLACED_IMM, qp->peer_qpn,
+		      qp->ibqp.qp_base.qp_num, w->psn);
+	f->hdr.rlen = w->length;
+	if (w->opcode == IBV_WR_SEND_WITH_IMM)
+		f->hdr.imm = w->imm;
+	if (w->send_flags & IBV_SEND_SOLICITED)
+		f->hdr.flags |= SV_WF_SOLICITED;
+	if (!again)
+		SV_CAPTURE(sv_capture_placed(qp, &f->hdr, iov, n));
+	f->wqe_idx = qp->sq.next++;
+	return true;
+}
+
+/* A request of this opcode takes the peer's next receive: counted when it
+ * gets its PSN, so a retried one counts once. */
+void sv_req_count_recv(struct sv_qp *qp, uint8_t op)
+{
+	if (sv_opinfo[op].flags & SV_OPF_RECV)
+		qp->peer_rq_next++;
+}
+
+/* ---- responder ---- */
+
+static bool publishes(const struct sv_qp *qp)
+{
+	return qp->in && qp->in->ops->recv_publish && !qp->srq &&
+	       qp->ibqp.qp_base.qp_type == IBV_QPT_RC;
+}
+
+/* QP lock held: the posted receives from `from` on that lie within
+ * SV_MIRROR_N of the next one.  After a post (from: the first posted),
+ * after a receive is taken (from: the one that entered the window), and
+ * for a new channel (from: the next one). */
+void sv_resp_publish(struct sv_qp *qp, uint32_t from)
+{
+	uint32_t posted = qp->rq.tail - qp->rq.head;
+	uint32_t end = posted < SV_MIRROR_N ? posted : SV_MIRROR_N;
+
+	if (!publishes(qp))
+		return;
+	for (uint32_t k = from - qp->rq.head; k < end; k++) {
+		uint32_t idx = qp->rq.head + k;
+		const struct sv_rwqe *r = sv_rq_at(&qp->rq, idx);
+		struct sv_recv_pub p = { .nsge = r->num_sge };
+
+		if (r->num_sge) {
+			p.addr = r->sge[0].addr;
+			p.len = r->sge[0].length;
+			p.lkey = r->sge[0].lkey;
+		}
+		sv_chan_recv_publish(qp->in, idx, &p);
+	}
+}
+
+/* Is the receive a placed SEND names the next one, and did its first
+ * SGE take the message?  (Not if its requester counted otherwise: a QP
+ * reset on one side only.) */
+bool sv_resp_placed_ok(struct sv_qp *qp, const struct sv_wire_hdr *h)
+{
+	const struct sv_rwqe *r;
+
+	if (!publishes(qp) || h->psn != qp->rq.head || qp->rq.head == qp->rq.tail)
+		return false;
+	r = sv_rq_at(&qp->rq, qp->rq.head);
+	return !h->rlen || (r->num_sge && h->rlen <= r->sge[0].length);
+}
