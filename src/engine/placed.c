@@ -22,10 +22,8 @@ static bool placeable(const struct sv_qp *qp, const struct sv_swqe *w)
 {
 	const struct sv_conn *c = qp->out;
 
-	/* (a larger one is pulled: one copy too, by the core that reads it
-	 * next in a ping-pong, measured faster at 64 KiB) */
 	return (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) && !w->psn_set &&
-	       w->length < SV_PULL_MIN &&
+	       w->length >= SV_PLACE_MIN && w->length < SV_PULL_MIN &&
 	       qp->ibqp.qp_base.qp_type == IBV_QPT_RC && qp->sq.head == qp->sq.next && c &&
 	       c->cma_ok && !(c->caps & SV_CAP_LOSSY) && !sv_conn_peer_left(c);
 }

@@ -2,8 +2,9 @@
  * (engine/placed.c), and SENDs that travel, one after the other: every
  * message lands in its own receive, in order, with its length, immediate
  * and solicited bit, and nothing else of the receiver's memory changes.
- *   1. one at a time (nothing in flight: the requester places them), of
- *      0 to 1000 bytes, inline or not, with and without immediate;
+ *   1. one at a time (nothing in flight: the requester places those of
+ *      SV_PLACE_MIN bytes and more), of 0 to 1000 bytes, inline or not,
+ *      with and without immediate;
  *   2. a burst of 40 against 4 receives posted at a time: most wait in
  *      the ring for their receive (RNR hold) while the others are placed;
  *   3. a receive whose first SGE is too small for the message: it travels
@@ -24,9 +25,9 @@ struct msg {
 
 static struct msg msg_of(int i)
 {
-	static const uint32_t lens[] = { 0, 1, 8, 64, 100, 1000, 33, 512 };
+	static const uint32_t lens[] = { 0, 1, 300, 64, 1000, 256, 33, 512 };
 
-	return (struct msg){ .len = lens[i % 8], .imm = i % 3 == 1, .inl = i % 4 == 2 && lens[i % 8] <= 64,
+	return (struct msg){ .len = lens[i % 8], .imm = i % 3 == 1, .inl = i % 4 == 2 && lens[i % 8] <= 512,
 			     .se = i % 5 == 3 };
 }
 
@@ -94,7 +95,7 @@ int main(void)
 	o.buf_len = (size_t)(BURST + 8) * SLOT;
 	o.max_send_wr = o.max_recv_wr = BURST + 8;
 	o.cqe = 2 * (BURST + 8);
-	o.max_inline = 64;
+	o.max_inline = 512;
 	t_pair_open(&p, &o);
 	memset(p.b.buf, GUARD, o.buf_len);
 
