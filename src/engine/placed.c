@@ -1,8 +1,9 @@
 /*
  * SENDs a same-host requester places itself (transport/shm/mirror.h).
  *
- * Requester: a SEND or SEND with immediate on an RC QP, with nothing in
- * flight before it and never sent before, is copied into the peer's
+ * Requester: a SEND or SEND with immediate on an RC QP, of SV_PLACE_MIN
+ * bytes up to SV_PULL_MIN, with nothing in flight before it and never sent
+ * before, is copied into the peer's
  * receive it takes (peer_rq_next) if the channel can place it there.  Its
  * frame (SV_OP_PLACED) then only tells the responder, and its WQE
  * completes once that frame is written, as a NIC's completes on the ACK
