@@ -3,8 +3,8 @@
  *
  * Requester: a SEND or SEND with immediate on an RC QP, of SV_PLACE_MIN
  * bytes up to SV_PULL_MIN, with nothing in flight before it and never sent
- * before, is copied into the peer's
- * receive it takes (peer_rq_next) if the channel can place it there.  Its
+ * before, is copied into the peer's receive it takes (peer_rq_next) if
+ * the channel can place it there.  Its
  * frame (SV_OP_PLACED) then only tells the responder, and its WQE
  * completes once that frame is written, as a NIC's completes on the ACK
  * of a SEND the responder has.  Otherwise it travels as any SEND.

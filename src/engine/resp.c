@@ -217,6 +217,16 @@ static bool take_rwqe(struct sv_qp *qp)
 	return true;
 }
 
+/* A placed SEND's receive: the next one, which it must name
+ * (engine/placed.c). */
+static bool take_placed(struct sv_qp *qp, const struct sv_wire_hdr *h)
+{
+	if (!sv_resp_placed_ok(qp, h) || !take_rwqe(qp))
+		return false;
+	SV_CAPTURE(sv_capture_placed_rx(qp, h));
+	return true;
+}
+
 /* The READ response carries our memory: it is sent later, maybe in pieces,
  * and each piece checks the translation again (xmit.c). */
 static void exec_read(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
@@ -535,11 +545,8 @@ void sv_resp_begin(struct sv_qp *qp, struct sv_conn *c)
 		return;
 	}
 	if (qp->rctx.placed) {
-		if (!sv_resp_placed_ok(qp, h) || !take_rwqe(qp))
+		if (!take_placed(qp, h))
 			sv_engine_protocol_error(c, "a placed SEND names a receive that is not the next");
-		else
-			SV_CAPTURE(sv_capture_placed_rx(qp, h));
-		qp->rctx.ack = false;
 		return;
 	}
 	if ((oi->flags & SV_OPF_RECV) && !take_rwqe(qp)) {
@@ -694,19 +701,18 @@ static void took_request(struct sv_conn *c, bool completes)
 
 /* A placed SEND taken without the receive machine (engine/recv.c): its
  * receive and completion, if the QP takes it as sv_resp_begin would; else
- * nothing changes and the frame goes the whole way, which says what is
- * wrong. */
+ * its queues are as they were and the frame goes the whole way, which says
+ * what is wrong. */
 bool sv_resp_placed(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h)
 {
-	if (qp->attr.qp_state != IBV_QPS_RTS || h->src_qpn != qp->attr.dest_qp_num ||
-	    !sv_resp_placed_ok(qp, h))
+	if (qp->attr.qp_state != IBV_QPS_RTS || h->src_qpn != qp->attr.dest_qp_num)
 		return false;
 	memset(&qp->rctx, 0, offsetof(typeof(qp->rctx), wqe));
 	qp->rctx.conn = c;
 	qp->rctx.pd = qp->ibqp.qp_base.pd;
 	qp->rctx.placed = true;
-	take_rwqe(qp);
-	SV_CAPTURE(sv_capture_placed_rx(qp, h));
+	if (!take_placed(qp, h))
+		return false;
 	took_request(c, true);
 	complete_recv(qp, c, h);
 	return true;

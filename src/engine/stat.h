@@ -21,8 +21,8 @@ static inline void sv_stat_psns(struct svst_qp *r, const struct sv_qp *qp)
 }
 
 /* The message bytes of a frame with `payload` bytes after its header: a
- * pulled SEND carries descriptors of its rlen bytes instead. */
-/* A pulled SEND's or a placed one's bytes are not its frame's payload. */
+ * pulled SEND carries descriptors of its rlen bytes instead, a placed one
+ * nothing. */
 static inline uint64_t sv_stat_bytes(uint8_t op, uint8_t flags, uint32_t rlen, uint64_t payload)
 {
 	return (flags & SV_WF_PULL) || (op < SV_OP_MAX && (sv_opinfo[op].flags & SV_OPF_PLACED)) ?

@@ -7,7 +7,6 @@
 
 #include "transport/shm/cma.h"
 #include "transport/transport.h"
-#include "util/tsan.h"
 
 /* Responder, QP lock held: receive `idx` is posted (the channel is the
  * QP's inbound one, whose ring 0 we consume). */
@@ -49,9 +48,8 @@ int sv_conn_place(struct sv_conn *c, uint32_t idx, const struct iovec *src, int 
 		return -EAGAIN;
 	dst.iov_base = sv_peer_map(&c->peer_maps, c->peer_seg, e->lkey >> 8, e->lkey, ref.raddr, len);
 	dst.iov_len = len;
-	if (!dst.iov_base)
-		return -EAGAIN;
-	sv_iov_copy(&dst, 1, src, n);
+	if (dst.iov_base)
+		sv_iov_copy(&dst, 1, src, n);
 	sv_cma_release(&ref);
-	return 0;
+	return dst.iov_base ? 0 : -EAGAIN;
 }
