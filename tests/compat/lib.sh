@@ -214,3 +214,25 @@ sv_perftest() {
   local prog=$1; shift
   sv_pair --server-check exit --client-check perftest "$prog" -d "$SV_DEV" -n 100 "$@"
 }
+
+# sv_perftest_retried PROG ARGS...: sv_perftest, retried (SV_PERFTEST_RETRIES
+# times at most, on a fresh port) when it fails in a way that says nothing
+# about softverbs (perftest-checks.sh, sv_perftest_flake); they come in
+# bursts on a loaded machine.  Any other failure fails at once.  A caller
+# whose pair leaves files behind defines sv_perftest_before_retry.
+sv_perftest_retried() {
+  local prog=$1 why try
+  shift
+  for ((try = 1; try <= SV_PERFTEST_RETRIES; try++)); do
+    if (sv_perftest "$prog" "$@"); then
+      SV_SLOG=$SV_TMP/server.log SV_CLOG=$SV_TMP/client.log   # (set in the subshell)
+      return 0
+    fi
+    why=$(sv_perftest_flake "$SV_TMP/server.log" "$SV_TMP/client.log" "$@") ||
+      sv_fail "$prog $* failed"
+    sv_log "$why; retry $try of $SV_PERFTEST_RETRIES"
+    SV_PORT=$(sv_free_port)
+    if declare -F sv_perftest_before_retry >/dev/null; then sv_perftest_before_retry; fi
+  done
+  sv_perftest "$prog" "$@"
+}
