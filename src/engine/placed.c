@@ -90,7 +90,10 @@ static bool publishes(const struct sv_qp *qp)
 /* QP lock held: the posted receives from `from` on that lie within
  * SV_MIRROR_N of the next one.  After a post (from: the first posted),
  * after a receive is taken (from: the one that entered the window), and
- * for a new channel (from: the next one). */
+ * for a new channel (from: the next one).  A receive whose first SGE is
+ * too small for any placed SEND is left out: its entry still names an
+ * older receive, which no requester expects there (a stream of small
+ * messages then writes no entries). */
 void sv_resp_publish(struct sv_qp *qp, uint32_t from)
 {
 	uint32_t posted = qp->rq.tail - qp->rq.head;
@@ -101,13 +104,14 @@ void sv_resp_publish(struct sv_qp *qp, uint32_t from)
 	for (uint32_t k = from - qp->rq.head; k < end; k++) {
 		uint32_t idx = qp->rq.head + k;
 		const struct sv_rwqe *r = sv_rq_at(&qp->rq, idx);
-		struct sv_recv_pub p = { .nsge = r->num_sge };
+		struct sv_recv_pub p;
 
-		if (r->num_sge) {
-			p.addr = r->sge[0].addr;
-			p.len = r->sge[0].length;
-			p.lkey = r->sge[0].lkey;
-		}
+		if (!r->num_sge || r->sge[0].length < SV_PLACE_MIN)
+			continue;
+		p.nsge = r->num_sge;
+		p.addr = r->sge[0].addr;
+		p.len = r->sge[0].length;
+		p.lkey = r->sge[0].lkey;
 		sv_chan_recv_publish(qp->in, idx, &p);
 	}
 }
