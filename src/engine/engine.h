@@ -146,6 +146,7 @@ struct sv_qpchan {
 	bool rx_lone;                /* a READ, WRITE or atomic with SV_WF_LONE came */
 	uint64_t rx_lone_ns;         /* progress thread: when it last served one */
 	bool rx_drained;             /* a socket or ring read this wake-up came back short */
+	bool recv_published;         /* inbound: a receive was published for placed SENDs */
 
 	/* transmit: requester frame (outbound) or response queue (inbound) */
 	struct sv_txframe *req;      /* made at the first request (NULL: none, as on most inbound) */

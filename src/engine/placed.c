@@ -113,6 +113,7 @@ void sv_resp_publish(struct sv_qp *qp, uint32_t from)
 		p.len = r->sge[0].length;
 		p.lkey = r->sge[0].lkey;
 		sv_chan_recv_publish(qp->in, idx, &p);
+		qp->in->qc->recv_published = true;
 	}
 }
 

@@ -411,13 +411,13 @@ void sv_rx_set(struct sv_conn *c, enum sv_rx_state s)
 /* A placed SEND first in a ring channel's input (engine/placed.c) is taken
  * without the receive machine: its header looked at where it is, its
  * receive completed, its bytes read.  Anything unusual about it goes the
- * whole way. */
+ * whole way.  No look while no receive was published: none can come. */
 static bool rx_placed(struct sv_conn *c)
 {
 	struct sv_qp *qp = c->qc->qp;
 	struct sv_wire_hdr h;
 
-	if (c->qc->rx_got || rbuf_avail(c) || c->outbound || c->qc->peer_state != SV_PEER_VERIFIED ||
+	if (!c->qc->recv_published || c->qc->rx_got || rbuf_avail(c) || c->outbound || c->qc->peer_state != SV_PEER_VERIFIED ||
 	    !sv_chan_peek(c, &h, SV_WIRE_SHORT_LEN) || !(h.flags & SV_WF_SHORT) ||
 	    !(sv_op_info(h.opcode) && (sv_op_info(h.opcode)->flags & SV_OPF_PLACED)))
 		return false;
