@@ -417,7 +417,8 @@ static bool rx_placed(struct sv_conn *c)
 	struct sv_qp *qp = c->qc->qp;
 	struct sv_wire_hdr h;
 
-	if (!c->qc->recv_published || c->qc->rx_got || rbuf_avail(c) || c->outbound || c->qc->peer_state != SV_PEER_VERIFIED ||
+	if (!c->qc->recv_published || c->qc->rx_got || rbuf_avail(c) || c->outbound ||
+	    c->qc->peer_state != SV_PEER_VERIFIED ||
 	    !sv_chan_peek(c, &h, SV_WIRE_SHORT_LEN) || !(h.flags & SV_WF_SHORT) ||
 	    !(sv_op_info(h.opcode) && (sv_op_info(h.opcode)->flags & SV_OPF_PLACED)))
 		return false;
