@@ -16,6 +16,7 @@
  */
 #include "engine/capture.h"
 #include "engine/engine.h"
+#include "engine/stat.h"
 
 /* ---- requester ---- */
 
@@ -47,6 +48,7 @@ static bool place(struct sv_qp *qp, struct sv_swqe *w, struct iovec *iov, int *n
 		return false;
 	w->placed = true;
 	w->psn = qp->peer_rq_next++;
+	qp->st->placed++;
 	return true;
 }
 

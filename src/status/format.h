@@ -151,7 +151,8 @@ struct svst_qp {
 	uint64_t rnr_naks_sent;
 	uint64_t err_comps;          /* send completions in error (flushes too) */
 	uint64_t direct;             /* of tx, done in the peer's memory */
-	uint8_t pad[56];
+	uint64_t placed;             /* of tx SENDs, placed in the peer's receive */
+	uint8_t pad[48];
 	/* live, every frame: one cache line */
 	uint32_t sq_psn;             /* the next request's PSN */
 	uint32_t rq_psn;             /* the expected PSN */

@@ -4,7 +4,6 @@
  * within a few seconds, this process's own status file says so: the
  * requester's sent SENDs and WRITEs, the responder's received SENDs, and
  * both send queues' indices.  Run on the rings and over TCP. */
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,31 +12,6 @@
 #include "status/format.h"
 
 enum { SENDS = 100, WRITES = 70, SEND_LEN = 8, WRITE_LEN = 16 };
-
-/* The record of QP `qpn` in this process's status file (false: none). */
-static bool read_qp(uint32_t qpn, struct svst_qp *out)
-{
-	char path[64];
-	struct svst_file h;
-	bool found = false;
-	int fd;
-
-	snprintf(path, sizeof(path), SVST_DIR_FMT "/%d", (unsigned)getuid(), (int)getpid());
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	if (pread(fd, &h, sizeof(h), 0) == sizeof(h) && h.magic == SVST_MAGIC &&
-	    h.version == SVST_VERSION) {
-		for (uint32_t i = 0; i < h.hwm && !found; i++) {
-			off_t at = (off_t)h.hdr_size + (off_t)i * h.slot_size;
-
-			found = pread(fd, out, sizeof(*out), at) == sizeof(*out) &&
-				out->h.kind == SVST_QP && out->qpn == qpn;
-		}
-	}
-	close(fd);
-	return found;
-}
 
 struct want {
 	const char *what;
@@ -96,7 +70,7 @@ int main(void)
 	};
 	/* The record may lag the QP by a little (engine/stat.h): poll. */
 	for (int tries = 0;; tries++) {
-		if (!read_qp(p.a.qp->qp_num, &a) || !read_qp(p.b.qp->qp_num, &b))
+		if (!t_status_qp(p.a.qp->qp_num, &a) || !t_status_qp(p.b.qp->qp_num, &b))
 			T_FAIL("no status record for the QPs %#x and %#x", p.a.qp->qp_num,
 			       p.b.qp->qp_num);
 		a_sq_posted = a.sq.posted;

@@ -2,12 +2,15 @@
 #define _GNU_SOURCE
 #include "common.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "status/format.h"
 
 static void on_alarm(int sig)
 {
@@ -707,4 +710,28 @@ bool t_check_fill(const void *buf, size_t len, uint8_t seed)
 		}
 	}
 	return true;
+}
+
+bool t_status_qp(uint32_t qpn, struct svst_qp *out)
+{
+	char path[64];
+	struct svst_file h;
+	bool found = false;
+	int fd;
+
+	snprintf(path, sizeof(path), SVST_DIR_FMT "/%d", (unsigned)getuid(), (int)getpid());
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (pread(fd, &h, sizeof(h), 0) == sizeof(h) && h.magic == SVST_MAGIC &&
+	    h.version == SVST_VERSION) {
+		for (uint32_t i = 0; i < h.hwm && !found; i++) {
+			off_t at = (off_t)h.hdr_size + (off_t)i * h.slot_size;
+
+			found = pread(fd, out, sizeof(*out), at) == sizeof(*out) &&
+				out->h.kind == SVST_QP && out->qpn == qpn;
+		}
+	}
+	close(fd);
+	return found;
 }

@@ -328,4 +328,9 @@ int t_side_reap(struct t_side *s, int timeout_ms);
 void t_fill(void *buf, size_t len, uint8_t seed);
 bool t_check_fill(const void *buf, size_t len, uint8_t seed);
 
+/* The record of QP `qpn` in this process's own status file (status/format.h,
+ * which a caller reading its fields includes); false: none. */
+struct svst_qp;
+bool t_status_qp(uint32_t qpn, struct svst_qp *out);
+
 #endif

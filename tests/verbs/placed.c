@@ -9,10 +9,12 @@
  *      the ring for their receive (RNR hold) while the others are placed;
  *   3. a receive whose first SGE is too small for the message: it travels
  *      and fills both SGEs.
- * Over TCP (verbs_tcp_placed) every SEND travels; the results are the same. */
+ * Over TCP (verbs_tcp_placed) every SEND travels; the results are the same.
+ * The requester's status record counts the placed ones (after 1: four). */
 #include <arpa/inet.h>
 
 #include "common.h"
+#include "status/format.h"
 
 #define SLOT 1024               /* each receive's part of the receiver's buffer */
 #define BURST 40
@@ -105,6 +107,16 @@ int main(void)
 		post_msg(&p.a, i);
 		check_sent(&p.a, i);
 		check_recv(&p.b, i);
+	}
+
+	/* ... of which those of 256 bytes and more were placed on the rings
+	 * (four), none over TCP: as the requester's status record counts them */
+	{
+		const char *tr = getenv("SOFTVERBS_TRANSPORT");
+		struct svst_qp r;
+
+		CHECK(t_status_qp(p.a.qp->qp_num, &r));
+		CHECK_EQ(r.placed, tr && !strcmp(tr, "tcp") ? 0 : 4);
 	}
 
 	/* 2: a burst against receives posted 4 at a time as they complete */
