@@ -343,7 +343,10 @@ static void after_response(struct sv_qp *qp)
 	if (qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	sv_comp_reap(qp);
-	sv_req_kick(qp);            /* room for more reads; rewound frames */
+	if (qp->kick_held)
+		qp->kick_due = true;
+	else
+		sv_req_kick(qp);    /* room for more reads; rewound frames */
 }
 
 void sv_comp_end(struct sv_qp *qp, struct sv_conn *c)

@@ -338,6 +338,29 @@ static bool batch_has_requests(const struct sv_conn *c)
 	return !c->outbound || c->qc->ndone || c->qc->resp_tail != c->qc->resp_head;
 }
 
+/* The frames read in one go, and the ACK word after them.  Responses
+ * among them kick the requester once, after the last: the requests they
+ * make room for (a stream of READs: one per response) then go in one write
+ * of a socket channel's stage, not in one system call each. */
+static void rx_frames_acked(struct sv_conn *c, struct sv_qp *qp)
+{
+	bool outer = !qp->kick_held;
+
+	qp->kick_held = true;
+	rx_frames(c);
+	/* (also at the ring's end: the peer's last ACK came before it) */
+	if (c->outbound && (c->caps & SV_CAP_ACK_WORD) && !c->closed)
+		sv_comp_ack_word(qp, c);
+	if (!outer)
+		return;
+	qp->kick_held = false;
+	if (qp->kick_due) {
+		qp->kick_due = false;
+		if (qp->attr.qp_state != IBV_QPS_ERR)
+			sv_req_kick(qp);
+	}
+}
+
 /* Process frames until the channel has nothing more this wake-up, it is
  * paused (no room for responses) or dead.  Responses are written once per
  * batch (ACKs coalesce), then the batch's receive completions appear. */
@@ -349,10 +372,7 @@ void sv_rx_process(struct sv_conn *c)
 	for (;;) {
 		bool was_paused;
 
-		rx_frames(c);
-		/* (also at the ring's end: the peer's last ACK came before it) */
-		if (c->outbound && (c->caps & SV_CAP_ACK_WORD) && !c->closed)
-			sv_comp_ack_word(c->qc->qp, c);
+		rx_frames_acked(c, qp);
 		if (c->closed || !batch_has_requests(c))
 			return;
 		was_paused = c->paused;

@@ -452,6 +452,8 @@ struct sv_qp {
 	bool req_turned;             /* requests go on `in` instead (engine/req.c) */
 	bool req_unsettled;          /* rewound: frames sent before may still arrive */
 	bool req_filling;            /* inside sv_req_fill (xmit.c must not re-enter) */
+	bool kick_held;              /* reading a batch of frames: responses kick once, after it */
+	bool kick_due;               /* ... and one freed room or acknowledged (engine/recv.c) */
 	uint64_t post_end_ns;        /* socket channel: when the last post ended (engine/batch.c) */
 	uint8_t burst;               /* posts in quick succession so far */
 	bool batched;                /* requests left queued for a batch (on its list) */
