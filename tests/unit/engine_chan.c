@@ -35,7 +35,10 @@
  *      places the bytes; two SENDs at once, one ACK for both; a NAK
  *      REM_ACCESS gives IBV_WC_REM_ACCESS_ERR; which requests say LONE
  *      (their requester has nothing else in flight, nor had before);
- *   6. a header with a bad magic: on channels not yet verified (an
+ *   6. a stream of READs, max_rd_atomic of them on the wire: the READs
+ *      that responses read in one go make room for leave in one write
+ *      (recv.c, rx_frames_acked), each response's bytes in place;
+ *   7. a header with a bad magic: on channels not yet verified (an
  *      accepted one, a candidate of the QP) it closes the channel and the
  *      QP keeps its state and goes on working; on the QP's verified
  *      channel it closes the channel and the QP goes to ERR
@@ -130,6 +133,7 @@ struct fake {
 	size_t out_len, out_off, out_cap;
 	unsigned reads;           /* readv calls that returned bytes */
 	unsigned empty;           /* readv calls that found nothing (-EAGAIN) */
+	unsigned writes;          /* writev calls */
 };
 
 static struct fake fakes[32];
@@ -156,6 +160,7 @@ static ssize_t fake_writev(struct sv_conn *c, const struct iovec *iov, int n)
 	struct fake *f = fake_of(c);
 	size_t total = 0;
 
+	f->writes++;
 	for (int i = 0; i < n; i++) {
 		grow(&f->out, &f->out_cap, f->out_len + iov[i].iov_len);
 		memcpy(f->out + f->out_len, iov[i].iov_base, iov[i].iov_len);
@@ -1012,7 +1017,66 @@ static void case_completer(void)
 	pass();
 }
 
-/* ---- 6: a bad magic ---- */
+/* ---- 6: a stream of READs ---- */
+
+#define RD_N   6
+#define RD_LEN 16
+
+static void expect_read_req(struct side *s, uint32_t psn, unsigned i)
+{
+	struct sv_wire_hdr h = take_frame(s->f, NULL);
+
+	EXPECT_EQ(h.opcode, SV_OP_READ_REQ);
+	EXPECT_EQ(h.psn, psn);
+	EXPECT_EQ(h.rlen, RD_LEN);
+	EXPECT_EQ(h.va, 0x5000ull + i * RD_LEN);
+}
+
+static void case_read_stream(void)
+{
+	uint8_t rd[RD_N][RD_LEN];
+	const uint32_t psn = 900;
+	struct side s;
+	unsigned w0;
+
+	begin("6 READs, 4 on the wire: two responses in one read free two, in one write");
+	completer(&s, psn);                  /* max_rd_atomic 4 */
+	for (unsigned i = 0; i < RD_N; i++)
+		post_send(&s, 80 + i, IBV_WR_RDMA_READ, OFF_RDDST + i * RD_LEN, RD_LEN,
+			  0x5000ull + i * RD_LEN, 0x4242);
+	for (unsigned i = 0; i < 4; i++)
+		expect_read_req(&s, psn + i, i);
+	expect_no_output(s.f);               /* the last two wait for room */
+
+	w0 = s.f->writes;
+	for (unsigned i = 0; i < 2; i++) {
+		pattern(rd[i], RD_LEN, 20 + i);
+		feed_frame(s.f, hdr(SV_OP_READ_RESP, s.qp->qp_num, PEER_QPN, psn + i), rd[i],
+			   RD_LEN);
+	}
+	drive(s.f);
+	EXPECT_EQ(s.f->in_off, s.f->in_len);
+	EXPECT_EQ(s.f->writes - w0, 1);      /* not one write per response */
+	expect_read_req(&s, psn + 4, 4);
+	expect_read_req(&s, psn + 5, 5);
+	expect_no_output(s.f);
+
+	for (unsigned i = 2; i < RD_N; i++) {
+		pattern(rd[i], RD_LEN, 20 + i);
+		deliver(&s, hdr(SV_OP_READ_RESP, s.qp->qp_num, PEER_QPN, psn + i), rd[i], RD_LEN);
+	}
+	for (unsigned i = 0; i < RD_N; i++) {
+		expect_send_wc(&s, 80 + i, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, RD_LEN);
+		expect_bytes(OFF_RDDST + i * RD_LEN, rd[i], RD_LEN);
+	}
+	expect_no_wc(&s);
+	expect_guard(OFF_RDDST + RD_N * RD_LEN, MR_LEN - OFF_RDDST - RD_N * RD_LEN);
+	expect_no_output(s.f);
+	side_end(&s);
+	pass();
+}
+
+/* ---- 7: a bad magic ---- */
 
 static void feed_bad_magic(struct fake *f, struct sv_wire_hdr h)
 {
@@ -1030,7 +1094,7 @@ static void case_bad_magic(void)
 
 	/* An accepted channel (no QP yet) whose first frame, a HELLO, has a
 	 * bad magic: closed, nothing else. */
-	begin("6 bad magic on an accepted channel");
+	begin("7 bad magic on an accepted channel");
 	responder(&s, 600, 4096);
 	post_recv(&s, 61, OFF_RECV, 4096);
 	f = fake_new(false, 4096);
@@ -1045,7 +1109,7 @@ static void case_bad_magic(void)
 
 	/* A candidate of the QP (its HELLO named it, its peer not proven
 	 * yet: verify.c): closed, the QP keeps its state and its channel. */
-	case_name = "6 bad magic on a candidate channel";
+	case_name = "7 bad magic on a candidate channel";
 	f = fake_new(false, 4096);
 	pthread_mutex_lock(&s.sqp->lock);
 	f->c->qc->qp = s.sqp;
@@ -1075,7 +1139,7 @@ static void case_bad_magic(void)
 	/* On the QP's verified channel a malformed frame is the peer breaking
 	 * the protocol: the channel is closed and the QP goes to ERR, its
 	 * receives flushed (docs/wire-format.md, Validation). */
-	case_name = "6 bad magic on the verified channel";
+	case_name = "7 bad magic on the verified channel";
 	post_recv(&s, 62, OFF_RECV, 4096);
 	feed_bad_magic(s.f, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, 601));
 	drive(s.f);
@@ -1129,6 +1193,7 @@ int main(void)
 	case_rnr();
 	case_rdma();
 	case_completer();
+	case_read_stream();
 	case_bad_magic();
 
 	case_name = "teardown";
