@@ -93,8 +93,7 @@ static void *side_run(void *arg)
 
 int main(void)
 {
-	const char *tr = getenv("SOFTVERBS_TRANSPORT");
-	bool timed = tr && !strcmp(tr, "tcp") && !SANITIZED, in_order = false;
+	bool timed = t_transport_tcp() && !SANITIZED, in_order = false;
 	struct t_opts o;
 	struct t_pair p;
 	pthread_barrier_t bar;

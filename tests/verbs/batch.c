@@ -59,8 +59,7 @@ static void wait_landed(struct t_pair *p, uint64_t round)
 
 int main(void)
 {
-	const char *tr = getenv("SOFTVERBS_TRANSPORT");
-	bool tcp = tr && !strcmp(tr, "tcp");
+	bool tcp = t_transport_tcp();
 	struct t_opts o;
 	struct t_pair p;
 	uint64_t segs = UINT64_MAX;

@@ -712,6 +712,13 @@ bool t_check_fill(const void *buf, size_t len, uint8_t seed)
 	return true;
 }
 
+bool t_transport_tcp(void)
+{
+	const char *t = getenv("SOFTVERBS_TRANSPORT");
+
+	return t && !strcmp(t, "tcp");
+}
+
 bool t_status_qp(uint32_t qpn, struct svst_qp *out)
 {
 	char path[64];

@@ -328,6 +328,10 @@ int t_side_reap(struct t_side *s, int timeout_ms);
 void t_fill(void *buf, size_t len, uint8_t seed);
 bool t_check_fill(const void *buf, size_t len, uint8_t seed);
 
+/* Does the run force TCP (SOFTVERBS_TRANSPORT=tcp): no rings between the
+ * test's processes? */
+bool t_transport_tcp(void);
+
 /* The record of QP `qpn` in this process's own status file (status/format.h,
  * which a caller reading its fields includes); false: none. */
 struct svst_qp;

@@ -23,9 +23,9 @@
 /* Over TCP, or with SOFTVERBS_MR_SHARE=0 (verbs_cma_mr_share), nothing is shared. */
 static bool sharing_off(void)
 {
-	const char *t = getenv("SOFTVERBS_TRANSPORT"), *m = getenv("SOFTVERBS_MR_SHARE");
+	const char *m = getenv("SOFTVERBS_MR_SHARE");
 
-	return (t && !strcmp(t, "tcp")) || (m && !strcmp(m, "0"));
+	return t_transport_tcp() || (m && !strcmp(m, "0"));
 }
 
 /* Is the page at `p` backed by our memfd? */

@@ -101,10 +101,9 @@ static void parent(struct t_side *s)
 
 int main(void)
 {
-	const char *tr = getenv("SOFTVERBS_TRANSPORT");
 	struct t_opts o;
 
-	if (tr && !strcmp(tr, "tcp")) {
+	if (t_transport_tcp()) {
 		fprintf(stderr, "skip: a forked child's copies of TCP sockets keep the connection\n");
 		return 77;
 	}

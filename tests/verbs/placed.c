@@ -112,11 +112,10 @@ int main(void)
 	/* ... of which those of 256 bytes and more were placed on the rings
 	 * (four), none over TCP: as the requester's status record counts them */
 	{
-		const char *tr = getenv("SOFTVERBS_TRANSPORT");
 		struct svst_qp r;
 
 		CHECK(t_status_qp(p.a.qp->qp_num, &r));
-		CHECK_EQ(r.placed, tr && !strcmp(tr, "tcp") ? 0 : 4);
+		CHECK_EQ(r.placed, t_transport_tcp() ? 0 : 4);
 	}
 
 	/* 2: a burst against receives posted 4 at a time as they complete */

@@ -83,8 +83,7 @@ static void run(struct ibv_context *ctx, struct ibv_comp_channel *ch, bool tcp)
 
 int main(void)
 {
-	const char *tr = getenv("SOFTVERBS_TRANSPORT");
-	bool tcp = tr && !strcmp(tr, "tcp");
+	bool tcp = t_transport_tcp();
 	struct ibv_context *ctx = t_open();
 	struct ibv_comp_channel *ch;
 

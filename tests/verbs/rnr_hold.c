@@ -11,8 +11,7 @@
 
 int main(void)
 {
-	const char *tr = getenv("SOFTVERBS_TRANSPORT");
-	bool tcp = tr && !strcmp(tr, "tcp");
+	bool tcp = t_transport_tcp();
 	struct t_opts o;
 	struct t_pair p;
 	struct ibv_wc wc;

@@ -311,7 +311,7 @@ static bool one_connection(const struct end *before, int nb, const struct end *a
 
 int main(void)
 {
-	bool tcp = getenv("SOFTVERBS_TRANSPORT") && !strcmp(getenv("SOFTVERBS_TRANSPORT"), "tcp");
+	bool tcp = t_transport_tcp();
 	struct end before[8], after[8];
 	int nb = 0, na = 0;
 	struct t_opts o;

@@ -22,13 +22,6 @@
 
 #define ROUNDS 300
 
-static bool tcp_forced(void)
-{
-	const char *t = getenv("SOFTVERBS_TRANSPORT");
-
-	return t && !strcmp(t, "tcp");
-}
-
 /* Did one of this process's TCP sockets both send and receive a SEND
  * (64 header + 8 payload bytes) per round of most of the ping-pong? */
 static bool own_socket_both_ways(void)
@@ -86,7 +79,7 @@ static void child(int fd, bool first)
 			CHECK_OK(t_post_send(e.qp, IBV_WR_SEND, 2, e.buf, 8, e.mr->lkey,
 					     IBV_SEND_SIGNALED));
 	}
-	turned = tcp_forced() ? own_socket_both_ways() : 1;
+	turned = t_transport_tcp() ? own_socket_both_ways() : 1;
 	t_write_all(fd, &turned, 1);
 	t_read_all(fd, &survive, 1);     /* the victim is killed meanwhile */
 	t_sleep_ms(50);

@@ -97,7 +97,7 @@ static void parent_pp(struct t_side *s)
 	while (fgets(line, sizeof(line), maps))
 		ring |= strstr(line, "softverbs-ud") != NULL;
 	fclose(maps);
-	CHECK_EQ(ring, !getenv("SOFTVERBS_TRANSPORT"));
+	CHECK_EQ(ring, !t_transport_tcp());
 }
 
 static void child_pp(struct t_side *s)
