@@ -344,15 +344,11 @@ static bool batch_has_requests(const struct sv_conn *c)
  * of a socket channel's stage, not in one system call each. */
 static void rx_frames_acked(struct sv_conn *c, struct sv_qp *qp)
 {
-	bool outer = !qp->kick_held;
-
 	qp->kick_held = true;
 	rx_frames(c);
 	/* (also at the ring's end: the peer's last ACK came before it) */
 	if (c->outbound && (c->caps & SV_CAP_ACK_WORD) && !c->closed)
 		sv_comp_ack_word(qp, c);
-	if (!outer)
-		return;
 	qp->kick_held = false;
 	if (qp->kick_due) {
 		qp->kick_due = false;

@@ -1026,8 +1026,7 @@ static void expect_read_req(struct side *s, uint32_t psn, unsigned i)
 {
 	struct sv_wire_hdr h = take_frame(s->f, NULL);
 
-	EXPECT_EQ(h.opcode, SV_OP_READ_REQ);
-	EXPECT_EQ(h.psn, psn);
+	expect_req(&h, s, SV_OP_READ_REQ, psn, 0, 0);   /* none LONE: the first had no lone one before */
 	EXPECT_EQ(h.rlen, RD_LEN);
 	EXPECT_EQ(h.va, 0x5000ull + i * RD_LEN);
 }
