@@ -224,12 +224,15 @@ void sv_req_link_failed(struct sv_qp *qp);
 #define SV_PULL_MIN (32 * 1024)
 
 /* placed.c: SENDs the requester places in the peer's receive itself, from
- * this size on: a smaller one is a few lines of the ring, where placing it
- * maps the receive's memory into the requester (a page of its RSS per QP
- * whose peer receives into its own MR) for a few percent of latency.  (A
- * larger one is pulled: one copy too, by the core that reads it next in a
+ * SV_PLACE_MIN bytes on, and of any size into the peer's receives from
+ * number SV_PLACE_WARM on: placing maps the receive's memory into the
+ * requester, a page of its RSS per QP, which a QP that carries a few small
+ * SENDs should not pay, while a busy one's small SENDs are much faster
+ * placed (docs/measurements.md, 'Placed SENDs of any size').  (A larger
+ * one is pulled: one copy too, by the core that reads it next in a
  * ping-pong, measured faster at 64 KiB.) */
 #define SV_PLACE_MIN 256
+#define SV_PLACE_WARM 16
 /* The frame of one placed now, or before (false: it travels as a SEND). */
 bool sv_req_place(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe *f);
 void sv_req_count_recv(struct sv_qp *qp, uint8_t op);      /* a request took its PSN */

@@ -2,9 +2,10 @@
  * SENDs a same-host requester places itself (transport/shm/mirror.h).
  *
  * Requester: a SEND or SEND with immediate on an RC QP, of SV_PLACE_MIN
- * bytes up to SV_PULL_MIN, with nothing in flight before it and never sent
- * before, is copied into the peer's receive it takes (peer_rq_next) if
- * the channel can place it there.  Its
+ * bytes (of any size from the peer's receive SV_PLACE_WARM on) up to
+ * SV_PULL_MIN, with nothing in flight before it and never sent before, is
+ * copied into the peer's receive it takes (peer_rq_next) if the channel
+ * can place it there.  Its
  * frame (SV_OP_PLACED) then only tells the responder, and its WQE
  * completes once that frame is written, as a NIC's completes on the ACK
  * of a SEND the responder has.  Otherwise it travels as any SEND.
@@ -18,6 +19,14 @@
 #include "engine/engine.h"
 #include "engine/stat.h"
 
+/* May a SEND of `len` bytes be placed in receive number `idx`?  Both
+ * ends ask: the responder publishes a receive for the SENDs its first SGE
+ * could take, the requester places into a published one. */
+static bool place_sized(uint32_t idx, uint32_t len)
+{
+	return len >= SV_PLACE_MIN || idx >= SV_PLACE_WARM;
+}
+
 /* ---- requester ---- */
 
 static bool placeable(const struct sv_qp *qp, const struct sv_swqe *w)
@@ -25,7 +34,7 @@ static bool placeable(const struct sv_qp *qp, const struct sv_swqe *w)
 	const struct sv_conn *c = qp->out;
 
 	return (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) && !w->psn_set &&
-	       w->length >= SV_PLACE_MIN && w->length < SV_PULL_MIN &&
+	       place_sized(qp->peer_rq_next, w->length) && w->length < SV_PULL_MIN &&
 	       qp->ibqp.qp_base.qp_type == IBV_QPT_RC && qp->sq.head == qp->sq.next && c &&
 	       c->cma_ok && !(c->caps & SV_CAP_LOSSY) && !sv_conn_peer_left(c);
 }
@@ -94,8 +103,8 @@ static bool publishes(const struct sv_qp *qp)
  * after a receive is taken (from: the one that entered the window), and
  * for a new channel (from: the next one).  A receive whose first SGE is
  * too small for any placed SEND is left out: its entry still names an
- * older receive, which no requester expects there (a stream of small
- * messages then writes no entries). */
+ * older receive, which no requester expects there (the first
+ * SV_PLACE_WARM small messages then write no entries). */
 void sv_resp_publish(struct sv_qp *qp, uint32_t from)
 {
 	uint32_t posted = qp->rq.tail - qp->rq.head;
@@ -108,7 +117,7 @@ void sv_resp_publish(struct sv_qp *qp, uint32_t from)
 		const struct sv_rwqe *r = sv_rq_at(&qp->rq, idx);
 		struct sv_recv_pub p;
 
-		if (!r->num_sge || r->sge[0].length < SV_PLACE_MIN)
+		if (!r->num_sge || !place_sized(idx, r->sge[0].length))
 			continue;
 		p.nsge = r->num_sge;
 		p.addr = r->sge[0].addr;

@@ -8,12 +8,16 @@
  *   2. a burst of 40 against 4 receives posted at a time: most wait in
  *      the ring for their receive (RNR hold) while the others are placed;
  *   3. a receive whose first SGE is too small for the message: it travels
- *      and fills both SGEs.
+ *      and fills both SGEs;
+ *   4. small SENDs one at a time into receives from number SV_PLACE_WARM
+ *      on: placed whatever their size.
  * Over TCP (verbs_tcp_placed) every SEND travels; the results are the same.
- * The requester's status record counts the placed ones (after 1: four). */
+ * The requester's status record counts the placed ones (after 1: four, the
+ * small ones went to receives below SV_PLACE_WARM; 4 adds all of its). */
 #include <arpa/inet.h>
 
 #include "common.h"
+#include "engine/engine.h"
 #include "status/format.h"
 
 #define SLOT 1024               /* each receive's part of the receiver's buffer */
@@ -84,6 +88,15 @@ static void check_sent(struct t_ep *a, int i)
 	CHECK_EQ(wc.wr_id, i);
 }
 
+/* SENDs the requester placed, as its status record counts them. */
+static uint64_t placed_count(struct t_ep *a)
+{
+	struct svst_qp r;
+
+	CHECK(t_status_qp(a->qp->qp_num, &r));
+	return r.placed;
+}
+
 int main(void)
 {
 	struct t_opts o;
@@ -111,12 +124,7 @@ int main(void)
 
 	/* ... of which those of 256 bytes and more were placed on the rings
 	 * (four), none over TCP: as the requester's status record counts them */
-	{
-		struct svst_qp r;
-
-		CHECK(t_status_qp(p.a.qp->qp_num, &r));
-		CHECK_EQ(r.placed, t_transport_tcp() ? 0 : 4);
-	}
+	CHECK_EQ(placed_count(&p.a), t_transport_tcp() ? 0 : 4);
 
 	/* 2: a burst against receives posted 4 at a time as they complete */
 	memset(p.b.buf, GUARD, o.buf_len);
@@ -153,6 +161,23 @@ int main(void)
 		CHECK_EQ(p.b.buf[10], GUARD);
 	}
 	check_sent(&p.a, 5);
+
+	/* 4: receive 49 on, past SV_PLACE_WARM: small ones are placed too */
+	{
+		/* msg_of: 1 byte with immediate, 33 inline, 64 solicited, none */
+		static const int small[] = { 1, 6, 3, 0 };
+		uint64_t before = placed_count(&p.a);
+
+		CHECK(BURST + 9 > SV_PLACE_WARM);
+		memset(p.b.buf, GUARD, o.buf_len);
+		for (int k = 0; k < 4; k++) {
+			post_recv(&p.b, small[k]);
+			post_msg(&p.a, small[k]);
+			check_sent(&p.a, small[k]);
+			check_recv(&p.b, small[k]);
+		}
+		CHECK_EQ(placed_count(&p.a) - before, t_transport_tcp() ? 0 : 4);
+	}
 	CHECK_EQ(t_qp_state(p.a.qp), IBV_QPS_RTS);
 	CHECK_EQ(t_qp_state(p.b.qp), IBV_QPS_RTS);
 	t_pair_close(&p);
