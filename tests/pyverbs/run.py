@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Runs rdma-core's pyverbs test suite (a decompressed copy) on one device
 and prints pass/fail/skip per module, so the counts in docs/consumers.md can
-be reproduced.
+be reproduced.  What failed, and the slowest tests, are printed before the
+suite's own verbose log: a CI log that keeps only the head of a long output
+still says which test failed and why.
 
     run.py TESTS_DIR DEVICE [MODULE[.CLASS[.TEST]]...]
 
@@ -13,9 +15,11 @@ Exits 0 when nothing failed, 1 otherwise.
 """
 import collections
 import importlib
+import io
 import os
 import re
 import sys
+import time
 import unittest
 
 VENDOR = re.compile(r'mlx5|efa|cuda')
@@ -50,12 +54,41 @@ def generic_modules(tests_dir):
     return [n for n in names if not VENDOR.search(n)]
 
 
+class Tee:
+    """The runner's stream: kept for the end and, when SV_PYVERBS_LIVE names
+    a file, written there as it comes, so a suite that hangs shows where."""
+
+    def __init__(self, keep):
+        self.keep = keep
+        live = os.environ.get('SV_PYVERBS_LIVE')
+        self.live = open(live, 'w', encoding='utf-8') if live else None
+
+    def write(self, text):
+        self.keep.write(text)
+        if self.live:
+            self.live.write(text)
+            self.live.flush()
+
+    def flush(self):
+        pass
+
+
 class CountingResult(unittest.TextTestResult):
     """Counts outcomes per module; the module is the test id's second part."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.counts = collections.defaultdict(collections.Counter)
+        self.seconds = {}
+        self._t0 = 0.0
+
+    def startTest(self, test):
+        self._t0 = time.monotonic()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        self.seconds[test.id()] = time.monotonic() - self._t0
+        super().stopTest(test)
 
     def _count(self, test, what):
         parts = test.id().split('.')
@@ -98,6 +131,21 @@ def print_counts(counts):
                                  total['skip']))
 
 
+def print_summary(result, slowest=5):
+    """What failed, each with the last lines of its traceback, and the
+    slowest tests: first, so a truncated log still shows them."""
+    bad = result.failures + result.errors + [(t, 'unexpected success')
+                                             for t in result.unexpectedSuccesses]
+    print('pyverbs: %d failed' % len(bad))
+    for test, tb in bad:
+        print('FAILED %s' % test.id())
+        for line in tb.rstrip().splitlines()[-6:]:
+            print('    ' + line)
+    print('slowest:')
+    for name, sec in sorted(result.seconds.items(), key=lambda kv: -kv[1])[:slowest]:
+        print('  %7.2f s  %s' % (sec, name))
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -115,9 +163,14 @@ def main():
     for name in modules:
         suite.addTests(loader.loadTestsFromName('tests.' + name))
     skip_under_tsan(suite)
+    log = io.StringIO()
     runner = unittest.TextTestRunner(verbosity=2, resultclass=CountingResult,
-                                     stream=sys.stdout)
+                                     stream=Tee(log))
     result = runner.run(suite)
+    print_summary(result)
+    print_counts(result.counts)
+    print('--- the suite\'s log ---')
+    sys.stdout.write(log.getvalue())
     print_counts(result.counts)
     sys.exit(0 if result.wasSuccessful() else 1)
 

@@ -47,5 +47,14 @@ find "$tmp/tests" -name '*.gz' -exec gunzip -f {} +
 cd "$tmp"
 # Through `softverbs run`: the suite finds an IP for its rdma_cm tests by
 # listing /sys/class/infiniband/<dev>/device/net, a fixed path.
+# run.py prints what failed first; if the suite hangs, its log so far says
+# which test it was in.
+rc=0
 timeout -k 10 "${SOFTVERBS_TEST_TIMEOUT:-240}" \
-  env "${SV_RUN_ENV[@]}" "$build/bin/softverbs" run -- "$py" "$here/run.py" "$tmp/tests" softverbs0 "$@"
+  env "${SV_RUN_ENV[@]}" SV_PYVERBS_LIVE="$tmp/live.log" \
+  "$build/bin/softverbs" run -- "$py" "$here/run.py" "$tmp/tests" softverbs0 "$@" || rc=$?
+if ((rc == 124 || rc == 137)); then
+  echo "pyverbs: timed out after ${SOFTVERBS_TEST_TIMEOUT:-240} s, in:"
+  tail -n 3 "$tmp/live.log" 2>/dev/null || true
+fi
+exit "$rc"
