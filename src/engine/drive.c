@@ -158,8 +158,10 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 
-	if (!cq)
-		return;          /* an XRC target's requests have no CQ of its own */
+	if (!cq) {       /* an XRC target's requests have no CQ of its own */
+		sv_chan_unpolled(c);
+		return;
+	}
 	if (c->qc->drive_cq)
 		sv_engine_drive_forget(c);
 	__atomic_store_n(&c->qc->drive_cq, cq, __ATOMIC_RELEASE);
@@ -179,6 +181,7 @@ void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq)
 		pthread_mutex_unlock(&cq->drive_lock);
 		/* not looked at by pollers: the progress thread must serve it */
 		__atomic_store_n(&c->qc->drive_cq, NULL, __ATOMIC_RELEASE);
+		sv_chan_unpolled(c);
 		return;
 	}
 	if (cq->rings_armed)

@@ -93,6 +93,9 @@ struct sv_chan_ops {
 	/* SV_CAP_MAPPED: input waiting in memory; a sleeper's writer must ring */
 	bool (*has_input)(const struct sv_conn *c);
 	void (*arm)(struct sv_conn *c, enum sv_wake how);
+	/* no application thread polls for its input: its writer wakes our
+	 * progress thread even while another thread of ours polls */
+	void (*unpolled)(struct sv_conn *c);
 	/* SV_CAP_ACK_WORD: the responder publishes, the requester takes a new value */
 	void (*ack_publish)(struct sv_conn *c, uint32_t psn);
 	bool (*ack_take)(struct sv_conn *c, uint32_t *psn);
@@ -357,6 +360,15 @@ static inline void sv_chan_arm(struct sv_conn *c, enum sv_wake how)
 {
 	if (c->ops->arm)
 		c->ops->arm(c, how);
+}
+
+/* Only the progress thread serves this channel's input (no CQ's pollers
+ * look at it): a writer that skipped our doorbell because some thread of
+ * ours polls would leave it waiting for the progress thread's next tick. */
+static inline void sv_chan_unpolled(struct sv_conn *c)
+{
+	if (c->ops->unpolled)
+		c->ops->unpolled(c);
 }
 
 static inline void sv_chan_ack_publish(struct sv_conn *c, uint32_t psn)

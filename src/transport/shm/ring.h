@@ -39,7 +39,9 @@ struct sv_ring {
 				      * wake descriptor it gave us; the producer who
 				      * takes it (0) wakes it there */
 	uint32_t consumer_slot;      /* the consumer's board slot for the channel, 0: none */
-	uint8_t pad0[32];
+	uint32_t consumer_unpolled;  /* no poller of the consumer reads the ring: the
+				      * producer rings whenever it asks */
+	uint8_t pad0[28];
 	uint64_t head;               /* consumer: start of the next record to finish */
 	uint8_t pad1[56];
 	uint64_t tail;               /* producer: where its next record goes (its own) */

@@ -20,17 +20,25 @@
 
 static bool peer_polling(struct sv_conn *c);
 
+/* Must the consumer of `tx` be woken though its process polls?  Its
+ * process's polls say nothing about a thread of it that sleeps for the CQ
+ * this ring completes to (armed: another thread's polls keep the stamp
+ * fresh; docs/measurements.md, 'Doorbell for an armed CQ'), nor about a
+ * ring no poller reads (unpolled: an XRC target's requests complete on
+ * their SRQs' CQs, so only its progress thread takes them). */
+static bool consumer_unwatched(const struct sv_ring *tx)
+{
+	return __atomic_load_n(&tx->consumer_armed, __ATOMIC_SEQ_CST) ||
+	       __atomic_load_n(&tx->consumer_unpolled, __ATOMIC_RELAXED);
+}
+
 /* Wake the peer if it asked (flag) and is not polling: a polling peer finds
- * the work itself, and the flag stays set for its progress thread.  Its
- * polling says nothing about a thread of it that sleeps for the CQ this
- * ring completes to (armed): another thread's polls keep the stamp fresh
- * (a thread sleeping on a completion channel waited for the progress
- * thread's next look at the rings while another polled a different CQ;
- * docs/measurements.md, 'Doorbell for an armed CQ'). */
-static void ring_doorbell(struct sv_conn *c, uint32_t *flag, const uint32_t *armed)
+ * the work itself, and the flag stays set for its progress thread.  `tx`:
+ * our ring to it when it consumes what we wrote (consumer_unwatched). */
+static void ring_doorbell(struct sv_conn *c, uint32_t *flag, const struct sv_ring *tx)
 {
 	if (!__atomic_load_n(flag, __ATOMIC_SEQ_CST) ||
-	    (peer_polling(c) && !(armed && __atomic_load_n(armed, __ATOMIC_SEQ_CST))) ||
+	    (peer_polling(c) && !(tx && consumer_unwatched(tx))) ||
 	    !__atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST))
 		return;
 	sv_shm_peer_ring(c->shm_peer);
@@ -89,7 +97,7 @@ static void notify_consumer(struct sv_conn *c, enum sv_wake hint)
 {
 	sv_conn_board_post(c);
 	if (!wake_sleeper(c, hint))
-		ring_doorbell(c, &c->shm.tx->consumer_wants_wake, &c->shm.tx->consumer_armed);
+		ring_doorbell(c, &c->shm.tx->consumer_wants_wake, c->shm.tx);
 }
 
 static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
@@ -195,6 +203,11 @@ static void ring_arm(struct sv_conn *c, enum sv_wake how)
 		__atomic_store_n(&c->shm.rx->consumer_sleeps, sleeps, __ATOMIC_SEQ_CST);
 }
 
+static void ring_unpolled(struct sv_conn *c)
+{
+	__atomic_store_n(&c->shm.rx->consumer_unpolled, 1, __ATOMIC_SEQ_CST);
+}
+
 /* Has the responder's ACK word moved since we last took it?  (*w: its value) */
 static bool shm_ack_moved(const struct sv_conn *c, uint32_t *w)
 {
@@ -244,6 +257,7 @@ const struct sv_chan_ops sv_ring_ops = {
 	.close = ring_close,
 	.has_input = sv_conn_shm_has_input,
 	.arm = ring_arm,
+	.unpolled = ring_unpolled,
 	.ack_publish = ring_ack_publish,
 	.ack_take = ring_ack_take,
 	.direct = sv_conn_direct,
