@@ -537,13 +537,18 @@ void sv_engine_posting(struct sv_cq *cq)
 
 /* Is an application thread polling the CQ this ring channel completes to?
  * Then the progress thread leaves the ring to it: serving it too would only
- * make the two fight over the QP's lock. */
+ * make the two fight over the QP's lock.  Not if the CQ is armed (its
+ * thread is about to sleep, and a poll right after ibv_req_notify_cq
+ * stamps it), nor for a channel whose peer is in this process: one thread
+ * may drive both ends, polling the CQ of one while what it waits for needs
+ * the other served (docs/measurements.md, 'One thread, both ends'). */
 bool sv_engine_poller_active(struct sv_conn *c, uint64_t now)
 {
 	struct sv_cq *cq = __atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE);
 	uint64_t last = cq ? __atomic_load_n(&cq->last_poll_ns, __ATOMIC_RELAXED) : 0;
 
-	return last && now - last < SV_POLLER_ACTIVE_NS;
+	return last && now - last < SV_POLLER_ACTIVE_NS && !c->peer_self &&
+	       cq_wake(cq) == SV_WAKE_NONE;
 }
 
 /* ACKs held for a request to carry (engine/xmit.c) go now: the

@@ -148,6 +148,7 @@ struct sv_conn {
 	uint64_t peer_poll_seen;     /* its last_poll_ns when we last looked */
 	uint32_t peer_poll_same;     /* writes since it last changed */
 	pid_t peer_pid;
+	bool peer_self;              /* the peer is this process (a loopback QP pair) */
 	uid_t peer_uid;
 	bool cma_ok;                 /* cross-memory attach into the peer works */
 	struct sv_peer_maps peer_maps;   /* the peer's registered memory we mapped */

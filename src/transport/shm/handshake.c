@@ -73,6 +73,7 @@ static bool take_shared(struct sv_conn *c, int at)
 		for (int i = 0; i < SV_SHM_PEER_FDS; i++)
 			c->rx_fds[at + 2 + i] = -1;    /* taken */
 		if (c->shm_peer) {
+			c->peer_self = c->peer_pid == getpid();
 			c->peer_maps.pid = c->peer_pid;
 			c->peer_maps.pidfd = c->shm_peer->pidfd;
 			return true;

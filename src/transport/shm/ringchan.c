@@ -20,25 +20,30 @@
 
 static bool peer_polling(struct sv_conn *c);
 
-/* Must the consumer of `tx` be woken though its process polls?  Its
+/* Must the consumer of our ring be woken though its process polls?  Its
  * process's polls say nothing about a thread of it that sleeps for the CQ
  * this ring completes to (armed: another thread's polls keep the stamp
  * fresh; docs/measurements.md, 'Doorbell for an armed CQ'), nor about a
  * ring no poller reads (unpolled: an XRC target's requests complete on
- * their SRQs' CQs, so only its progress thread takes them). */
-static bool consumer_unwatched(const struct sv_ring *tx)
+ * their SRQs' CQs, so only its progress thread takes them), nor about the
+ * other end of a pair in our own process, whose thread may be this one,
+ * about to wait on the other CQ (docs/measurements.md, 'One thread, both
+ * ends'). */
+static bool consumer_unwatched(const struct sv_conn *c)
 {
-	return __atomic_load_n(&tx->consumer_armed, __ATOMIC_SEQ_CST) ||
+	const struct sv_ring *tx = c->shm.tx;
+
+	return c->peer_self || __atomic_load_n(&tx->consumer_armed, __ATOMIC_SEQ_CST) ||
 	       __atomic_load_n(&tx->consumer_unpolled, __ATOMIC_RELAXED);
 }
 
 /* Wake the peer if it asked (flag) and is not polling: a polling peer finds
- * the work itself, and the flag stays set for its progress thread.  `tx`:
- * our ring to it when it consumes what we wrote (consumer_unwatched). */
-static void ring_doorbell(struct sv_conn *c, uint32_t *flag, const struct sv_ring *tx)
+ * the work itself, and the flag stays set for its progress thread.
+ * `consumer`: it consumes what we wrote (consumer_unwatched). */
+static void ring_doorbell(struct sv_conn *c, uint32_t *flag, bool consumer)
 {
 	if (!__atomic_load_n(flag, __ATOMIC_SEQ_CST) ||
-	    (peer_polling(c) && !(tx && consumer_unwatched(tx))) ||
+	    (peer_polling(c) && !(consumer && consumer_unwatched(c))) ||
 	    !__atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST))
 		return;
 	sv_shm_peer_ring(c->shm_peer);
@@ -92,12 +97,14 @@ static bool wake_sleeper(struct sv_conn *c, enum sv_wake hint)
 }
 
 /* Something for the consumer of our ring: its poller (the board), its
- * sleeper or its progress thread. */
+ * sleeper or its progress thread.  A consumer in our own process gets the
+ * doorbell too: the thread that armed its CQ may be this one, which then
+ * waits on another CQ's channel, and a woken descriptor would wait for it. */
 static void notify_consumer(struct sv_conn *c, enum sv_wake hint)
 {
 	sv_conn_board_post(c);
-	if (!wake_sleeper(c, hint))
-		ring_doorbell(c, &c->shm.tx->consumer_wants_wake, c->shm.tx);
+	if (!wake_sleeper(c, hint) || c->peer_self)
+		ring_doorbell(c, &c->shm.tx->consumer_wants_wake, true);
 }
 
 static ssize_t shm_writev(struct sv_conn *c, const struct iovec *iov, int n)
@@ -162,7 +169,7 @@ static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
 	}
 	if (r && writer_waits(rx)) {
 		sv_conn_board_post(c);   /* room for the writer's waiting bytes */
-		ring_doorbell(c, &rx->producer_wants_wake, NULL);
+		ring_doorbell(c, &rx->producer_wants_wake, false);
 	}
 	return r ? (ssize_t)r : -EAGAIN;
 }
