@@ -69,6 +69,11 @@ static inline void sv_qp_unlock(struct sv_qp *qp)
 		sv_engine_serve_deferred(qp);
 }
 
+/* A post into a ring of a QP of this process (engine/loopback.c): with
+ * the QP's lock held, which QP that is; without it, serve that QP now. */
+bool sv_engine_loopback_peer(const struct sv_qp *qp, uint32_t *peer);
+void sv_engine_loopback(struct sv_node *node, uint32_t peer_qpn);
+
 /* Application-driven progress: poll_cq on an empty CQ processes whatever
  * its channels have ready, so a polling application never waits for the
  * progress thread to be scheduled. */

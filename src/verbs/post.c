@@ -198,6 +198,8 @@ void sv_sq_doorbell(struct sv_qp *qp)
 int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct sv_qp *qp = to_sqp(ibqp);
+	uint32_t peer = 0;
+	bool loop = false;
 	int ret = 0;
 
 	sv_stamp(SV_ST_POST_SEND);
@@ -220,8 +222,11 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 		sv_stamp(SV_ST_ENQUEUED);
 	}
 	sv_sq_doorbell(qp);
+	loop = sv_engine_loopback_peer(qp, &peer);
 out:
 	sv_qp_unlock(qp);
+	if (loop)
+		sv_engine_loopback(to_sctx(ibqp->context)->node, peer);
 	sv_stamp(SV_ST_POST_SEND_DONE);
 	return ret;
 }

@@ -212,6 +212,8 @@ static void rollback(struct sv_qp *qp)
 static int x_complete(struct ibv_qp_ex *q)
 {
 	struct sv_qp *qp = xqp(q);
+	uint32_t peer = 0;
+	bool loop = false;
 	int ret;
 
 	commit_pending(qp);
@@ -219,11 +221,15 @@ static int x_complete(struct ibv_qp_ex *q)
 	if (!ret && qp->attr.qp_state != IBV_QPS_RTS && qp->attr.qp_state != IBV_QPS_SQD &&
 	    qp->attr.qp_state != IBV_QPS_ERR)
 		ret = EINVAL;
-	if (ret)
+	if (ret) {
 		rollback(qp);       /* ibv_wr_complete(3): on error nothing is posted */
-	else
+	} else {
 		sv_sq_doorbell(qp);
+		loop = sv_engine_loopback_peer(qp, &peer);
+	}
 	sv_qp_unlock(qp);
+	if (loop)
+		sv_engine_loopback(to_sctx(qp->ibqp.qp_base.context)->node, peer);
 	return ret;
 }
 
