@@ -372,6 +372,7 @@ void sv_rx_process(struct sv_conn *c)
 		if (c->closed || !batch_has_requests(c))
 			return;
 		was_paused = c->paused;
+		c->qc->rx_batch_bytes = 0;
 		sv_resp_batch_end(qp, c);
 		sv_stamp(SV_ST_BATCH_END);
 		/* The flush may have made room and resumed the channel: frames
@@ -453,6 +454,27 @@ static bool rx_placed(struct sv_conn *c)
 /* HDR -> PAYLOAD -> HDR, frame after frame; a SEND with no receive to take
  * it may be held (HDR -> HELD, resp.c) until a receive makes it READY, and
  * then begins again from its kept header. */
+/*
+ * Responses (the ACK word among them) and receive completions go at a
+ * batch's end, but a batch of large requests may take long: twenty pulled
+ * 8 MiB SENDs under ThreadSanitizer on a loaded machine kept the ACK from
+ * the requester past its retry budget (RETRY_EXC with every SEND received).
+ * So after SV_RX_BATCH_BYTES of requests the batch's work goes out, as a
+ * NIC acknowledges as it goes, at a frame boundary.
+ */
+#define SV_RX_BATCH_BYTES (1u << 20)
+
+static void rx_batch_count(struct sv_conn *c)
+{
+	if (c->outbound || c->dead || c->closed)
+		return;
+	c->qc->rx_batch_bytes += c->qc->rx_hdr.rlen;
+	if (c->qc->rx_batch_bytes < SV_RX_BATCH_BYTES)
+		return;
+	c->qc->rx_batch_bytes = 0;
+	sv_resp_batch_end(c->qc->qp, c);
+}
+
 static void rx_frames_run(struct sv_conn *c)
 {
 	while (!c->dead && !c->paused) {
@@ -486,6 +508,7 @@ static void rx_frames_run(struct sv_conn *c)
 		SV_CAPTURE(sv_capture_rx(c));
 		rx_end(c);
 		sv_stamp(SV_ST_ENDED);
+		rx_batch_count(c);
 	}
 }
 
