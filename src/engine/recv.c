@@ -451,9 +451,6 @@ static bool rx_placed(struct sv_conn *c)
 	return true;
 }
 
-/* HDR -> PAYLOAD -> HDR, frame after frame; a SEND with no receive to take
- * it may be held (HDR -> HELD, resp.c) until a receive makes it READY, and
- * then begins again from its kept header. */
 /*
  * Responses (the ACK word among them) and receive completions go at a
  * batch's end, but a batch of large requests may take long: twenty pulled
@@ -475,6 +472,9 @@ static void rx_batch_count(struct sv_conn *c)
 	sv_resp_batch_end(c->qc->qp, c);
 }
 
+/* HDR -> PAYLOAD -> HDR, frame after frame; a SEND with no receive to take
+ * it may be held (HDR -> HELD, resp.c) until a receive makes it READY, and
+ * then begins again from its kept header. */
 static void rx_frames_run(struct sv_conn *c)
 {
 	while (!c->dead && !c->paused) {
