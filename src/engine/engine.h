@@ -143,11 +143,11 @@ struct sv_qpchan {
 	uint8_t *rbuf;               /* staging buffer, lent while it holds bytes (NULL: none) */
 	size_t rb_start, rb_end;     /* what rbuf holds */
 	int rx_reads_left;           /* fairness budget of the current wake-up */
-	uint64_t rx_batch_bytes;     /* inbound: request bytes taken since responses last went */
 	bool rx_lone;                /* a READ, WRITE or atomic with SV_WF_LONE came */
 	uint64_t rx_lone_ns;         /* progress thread: when it last served one */
 	bool rx_drained;             /* a socket or ring read this wake-up came back short */
 	bool recv_published;         /* inbound: a receive was published for placed SENDs */
+	uint32_t rx_batch_bytes;     /* inbound: request bytes taken since responses last went */
 
 	/* transmit: requester frame (outbound) or response queue (inbound) */
 	struct sv_txframe *req;      /* made at the first request (NULL: none, as on most inbound) */

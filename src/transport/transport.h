@@ -148,9 +148,9 @@ struct sv_conn {
 	uint64_t peer_poll_seen;     /* its last_poll_ns when we last looked */
 	uint32_t peer_poll_same;     /* writes since it last changed */
 	pid_t peer_pid;
-	bool peer_self;              /* the peer is this process (a loopback QP pair) */
 	uid_t peer_uid;
 	bool cma_ok;                 /* cross-memory attach into the peer works */
+	bool peer_self;              /* the peer is this process (a loopback QP pair) */
 	struct sv_peer_maps peer_maps;   /* the peer's registered memory we mapped */
 	uint32_t peer_pd, peer_access;   /* the peer QP's PD and access flags */
 	bool pull_ok;                /* outbound: the responder may pull large SENDs */
