@@ -19,8 +19,9 @@ PKGS_build=(cmake make gcc libc6-dev pkg-config libibverbs-dev librdmacm-dev)
 # Debian's unmodified RDMA programs that the demo and the compat tests run.
 PKGS_run=(ibverbs-utils rdmacm-utils perftest libfabric-bin)
 # Tools the test scripts use (ss/ip, ps/pkill, killall/fuser, setarch/taskset;
-# tshark opens the packet captures of tests/capture).
-PKGS_tools=(iproute2 procps psmisc util-linux tshark)
+# tshark opens the packet captures of tests/capture; gdb prints the threads
+# of a program that hangs, tests/watchdog.sh).
+PKGS_tools=(iproute2 procps psmisc util-linux tshark gdb)
 # Sanitizer and fuzzer runtimes beyond gcc's own libasan/libubsan/libtsan.
 PKGS_sanitize=(clang libclang-rt-14-dev)
 # Other programs that use RDMA, run unmodified: by tests/consumers under

@@ -17,7 +17,9 @@
 PL_NAME=${PL_NAME:-$(basename "${0%.sh}")}
 PL_LOG_TIME=${PL_LOG_TIME:-0}      # 1: "[NAME HH:MM:SS] MSG"
 PL_LOG_FD=${PL_LOG_FD:-1}          # where pl_log writes (pl_fail: stderr)
-declare -gA PL_PID=([server]="" [client]="")  # role -> pid of its `timeout`
+declare -gA PL_PID=([server]="" [client]="")  # role -> pid of its timeout (watchdog)
+# `timeout -k 5 SECS` that first prints a hung program's thread stacks
+PL_WATCHDOG=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/watchdog.sh
 
 # --- logging and verdicts ------------------------------------------------------
 

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Shared logic of the compat tests (and tools/demo.sh): run Debian's unmodified
 # RDMA programs against softverbs, server and client as separate processes on
-# 127.0.0.1, each under `timeout`, so nothing ever hangs.
+# 127.0.0.1, each under tests/watchdog.sh (a `timeout` that prints a hung
+# program's stacks), so nothing ever hangs.
 #
 # Use from a script that has `set -euo pipefail`:
 #   . "$(dirname "$0")/lib.sh" BUILD_DIR [PORT]
@@ -141,7 +142,7 @@ sv_single() {
   sv_need "$1"
   SV_OUT=$SV_TMP/$1.out
   sv_log "run: $*"
-  timeout -k 5 "$SV_TIMEOUT" env "${SV_ENV[@]}" "$@" >"$SV_OUT" 2>&1 </dev/null || rc=$?
+  "$PL_WATCHDOG" "$SV_TIMEOUT" env "${SV_ENV[@]}" "$@" >"$SV_OUT" 2>&1 </dev/null || rc=$?
   sv_show "$1" "$SV_OUT"
   sv_status "$1" "$rc" || sv_fail "$*"
   if sv_sanitizer_report "$SV_OUT"; then sv_fail "sanitizer report from $1"; fi
@@ -159,8 +160,8 @@ sv_run_pair() {
   SV_SLOG=$SV_TMP/server.log SV_CLOG=$SV_TMP/client.log
   : >"$SV_SLOG"
   : >"$SV_CLOG"
-  PL_SERVER=(timeout -k 5 "$SV_TIMEOUT" env "${SV_ENV[@]}" "${SV_SERVER[@]}")
-  PL_CLIENT=(timeout -k 5 "$SV_TIMEOUT" env "${SV_ENV[@]}" "${SV_CLIENT[@]}")
+  PL_SERVER=("$PL_WATCHDOG" "$SV_TIMEOUT" env "${SV_ENV[@]}" "${SV_SERVER[@]}")
+  PL_CLIENT=("$PL_WATCHDOG" "$SV_TIMEOUT" env "${SV_ENV[@]}" "${SV_CLIENT[@]}")
   PL_SERVER_LOG=$SV_SLOG PL_CLIENT_LOG=$SV_CLOG
   PL_SERVER_NOTE="server: ${SV_SERVER[*]}" PL_CLIENT_NOTE="client: ${SV_CLIENT[*]}"
   PL_LISTENING=(pl_port_listening "$SV_PORT") PL_LISTEN_WAIT=$SV_LISTEN_WAIT

@@ -2,7 +2,7 @@
 # Shared logic of the cross-host tests: Debian's unmodified RDMA programs run
 # against softverbs in two test hosts (network namespaces joined by veth,
 # hosts.sh), server in h1 (10.77.0.1), client in h2 (10.77.0.2), each under
-# `timeout`.
+# tests/watchdog.sh (a `timeout` that prints a hung program's stacks).
 #
 # Use from a script that has `set -euo pipefail`:
 #   . "$(dirname "$0")/lib.sh" BUILD_DIR
@@ -102,13 +102,13 @@ svn_need() { pl_need "$1" "$SVN_LIB"; }
 svn_cmd() {
   local host=$1
   shift
-  SVN_CMD=("$SVN_HOSTS" exec "$host" timeout -k 5 "$SVN_TIMEOUT"
+  SVN_CMD=("$SVN_HOSTS" exec "$host" "$PL_WATCHDOG" "$SVN_TIMEOUT"
            env "${SVN_ENV[@]}" "${SVN_EXTRA_ENV[@]}" "$@")
 }
 
 # svn_start ROLE HOST PROG ARGS...: run PROG in HOST in the background,
 # under timeout, output in ${SVN_LOG[ROLE]}; ${PL_PID[ROLE]} is the pid of
-# `timeout` (hosts.sh execs all the way down), whose child is PROG.
+# its watchdog (hosts.sh execs all the way down), whose first child is PROG.
 svn_start() {
   local role=$1 host=$2
   shift 2
@@ -120,7 +120,7 @@ svn_start() {
   pl_start "$role" "${SVN_LOG[$role]}" "${SVN_CMD[@]}"
 }
 
-# The program's own pid (child of timeout), empty if it is not running.
+# The program's own pid (first child of its watchdog), empty if it is not running.
 svn_prog_pid() {
   local t=${PL_PID[$1]:-} c
   [[ -n $t ]] || return 0
