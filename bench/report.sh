@@ -259,10 +259,15 @@ rs_table() {
       size=${test#*/}
       r=$(ratio_of "$k" "$t") && r="${r}x" || r="—"
       echo "| ${test%/*} $(fmt_size "$size") | $where | $(show_val "$k") | $(show_val "$t") | $r | $(runs_of "$k") / $(runs_of "$t") |"
+      k=rio/$where/$test
+      [[ -n ${NALL[$k]:-} ]] || continue
+      r=$(ratio_of "$k" "$t") && r="${r}x" || r="—"
+      echo "| lat $(fmt_size "$size"), riostream | $where | $(show_val "$k") | $(show_val "$t") | $r | $(runs_of "$k") / $(runs_of "$t") |"
     done
   done
   echo
   echo "Latency: usec/xfer (one-way), lower is better; bandwidth: MiB/s, higher is better."
+  echo "riostream: the waiting side watches its riomap'ed buffer for the peer's riowrite."
   echo
 }
 

@@ -18,7 +18,9 @@
  *     work (unless a ping-pong is steady or all their input answers our
  *     own requests: cq_pingpong), an armed CQ or a destroyed one give
  *     them back.  While any CQ spins the progress thread ticks
- *     (up->spin_tick) and ends the spins nobody polls any more.
+ *     (up->spin_tick) and ends the spins nobody polls any more; one whose
+ *     channels had input then keeps the CQ's next polls from spinning
+ *     (spin_wander).
  *   - A thread asleep for an armed CQ's event takes all its TCP channels
  *     until it returns (sv_engine_sleep_take; verbs/comp_channel.c).
  *   - ACKs held for a request to carry (xmit.c) go on an empty poll (but
@@ -255,9 +257,16 @@ void sv_engine_drive_forget(struct sv_conn *c)
  * poll that returns completions keeps the spin while the poller still takes
  * every channel: the application comes back at once, and ending and
  * starting the spin cost two epoll_ctl per channel per message (veth
- * ib_send_lat, ib_read_lat).
+ * ib_send_lat, ib_read_lat).  Unless the poller went elsewhere while input
+ * waited (a stale spin's channels had some): an application that waits by
+ * watching memory for its peer's RDMA WRITE (riostream) never polls for
+ * it, and each WRITE waited for the tick (docs/measurements.md, 'A
+ * poller that went elsewhere').  For its next SV_SPIN_WANDER polls, none
+ * starts a spin and one that finds completions ends it; then spinning is
+ * tried again, at the cost of one late message.
  */
 #define SV_SPIN_STALE_NS (200 * 1000ull)
+#define SV_SPIN_WANDER 1024
 
 /* The poller takes the channels whose input it waits for, one message at a
  * time: responses to a single request in flight (outbound), and requests
@@ -355,12 +364,25 @@ static void setup_yield(void)
 	sched_yield();
 }
 
+/* Did the poller go elsewhere lately while input waited?  Counts one of
+ * the SV_SPIN_WANDER polls that neither start nor keep a spin.  (Racing
+ * pollers may lose counts.) */
+static bool wandered(struct sv_cq *cq)
+{
+	uint32_t w = __atomic_load_n(&cq->spin_wander, __ATOMIC_RELAXED);
+
+	if (!w)
+		return false;
+	__atomic_store_n(&cq->spin_wander, w - 1, __ATOMIC_RELAXED);
+	return true;
+}
+
 void sv_engine_spin_start(struct sv_node *node, struct sv_cq *cq)
 {
 	setup_yield();
 	/* (sv_engine_polling stamps last_poll_ns, which ends stale spins) */
 	if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED) ||
-	    !__atomic_load_n(&cq->nsocks, __ATOMIC_ACQUIRE))
+	    !__atomic_load_n(&cq->nsocks, __ATOMIC_ACQUIRE) || wandered(cq))
 		return;
 	if (cq_spin(node, cq, true))
 		sv_node_spin_watch(node);
@@ -405,9 +427,13 @@ void sv_engine_spin_found(struct sv_node *node, struct sv_cq *cq)
 		__atomic_store_n(&cq->found, true, __ATOMIC_RELAXED);
 	if (!__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED))
 		return;
-	sv_engine_enter(node);
-	stays = spin_stays(cq);
-	sv_engine_leave(node);
+	if (wandered(cq)) {
+		stays = false;
+	} else {
+		sv_engine_enter(node);
+		stays = spin_stays(cq);
+		sv_engine_leave(node);
+	}
 	if (!stays)
 		cq_spin(node, cq, false);
 }
@@ -416,6 +442,15 @@ void sv_engine_spin_end(struct sv_node *node, struct sv_cq *cq)
 {
 	if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED))
 		cq_spin(node, cq, false);
+}
+
+/* Has any of the CQ's channels input?  (Its epoll set is level-triggered:
+ * looking takes nothing.) */
+static bool input_waits(struct sv_cq *cq)
+{
+	struct epoll_event ev;
+
+	return epoll_wait(cq->drive_fd, &ev, 1, 0) > 0;
 }
 
 /* Progress thread, while CQs spin: end the spins nobody polls any more
@@ -436,8 +471,11 @@ int sv_engine_spin_tick(struct sv_node *node, uint64_t now)
 		struct sv_cq *cq = sv_container_of(pos, struct sv_cq, spin_link);
 
 		if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED) &&
-		    now - __atomic_load_n(&cq->last_poll_ns, __ATOMIC_RELAXED) > SV_SPIN_STALE_NS)
+		    now - __atomic_load_n(&cq->last_poll_ns, __ATOMIC_RELAXED) > SV_SPIN_STALE_NS) {
+			if (input_waits(cq))
+				__atomic_store_n(&cq->spin_wander, SV_SPIN_WANDER, __ATOMIC_RELAXED);
 			cq_spin(node, cq, false);
+		}
 	}
 	pthread_mutex_unlock(&drv.lock);
 	return SV_SPIN_TICK_MS;
