@@ -326,6 +326,8 @@ static void finish_rd_atomic(struct sv_qp *qp, struct sv_conn *c, const struct s
 	}
 	if (qp->rd_outstanding)
 		qp->rd_outstanding--;
+	if (w->opcode == IBV_WR_RDMA_READ)
+		qp->rd_bytes -= w->length < qp->rd_bytes ? w->length : qp->rd_bytes;
 	/* a read/atomic response also acknowledges everything before it */
 	on_ack(qp, (h->psn - 1) & 0xffffff);
 	if (st != IBV_WC_SUCCESS) {

@@ -326,7 +326,10 @@ static void rx_end(struct sv_conn *c)
  * (On a turned channel the peer has at most SV_MAX_RD_ATOM READs and
  * atomics in flight, whose responses take the place of unsent ACKs
  * (xmit.c): its outbound end never pauses, which would also stop the
- * responses to its own requests.) */
+ * responses to its own requests.  So the queue holds them, an ACK, a NAK
+ * and the two free slots asked for here.) */
+_Static_assert(SV_RESPQ_LEN >= SV_MAX_RD_ATOM + 3, "a turned channel must never pause");
+
 static bool resp_room(struct sv_conn *c)
 {
 	return (c->outbound && !c->qc->turn_ok) || SV_RESPQ_LEN - (c->qc->resp_tail - c->qc->resp_head) >= 2;

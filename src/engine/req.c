@@ -254,6 +254,27 @@ static void mark_lone(struct sv_qp *qp, struct sv_txframe *f)
 		f->hdr.flags |= SV_WF_LONE;
 }
 
+/*
+ * May READ or atomic `w` go?  Up to rd_max stand (the responder's
+ * resources, max_rd_atomic), but beyond SV_RD_FREE of them only while the
+ * READs in flight ask for less than SV_RD_BYTES: many small READs keep a
+ * long path busy (4 KiB across veth), many large ones only cut what each
+ * read of a spinning poller brings (docs/measurements.md, 'More READs in
+ * flight, if small').
+ */
+#define SV_RD_FREE 16
+#define SV_RD_BYTES (1u << 20)
+
+static bool rd_room(struct sv_qp *qp, const struct sv_swqe *w, uint32_t rd_max)
+{
+	if (qp->rd_outstanding >= rd_max)
+		return false;
+	if (qp->rd_outstanding >= SV_RD_FREE && w->opcode == IBV_WR_RDMA_READ &&
+	    qp->rd_bytes + (uint64_t)w->length > SV_RD_BYTES)
+		return false;
+	return !(sv_req_conn(qp)->caps & SV_CAP_LOSSY) || !rd_window_full(qp, rd_max);
+}
+
 static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 {
 	uint32_t rd_max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
@@ -279,8 +300,7 @@ static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 			return true;
 		if (try_direct(qp, w))
 			continue;
-		if (is_rd_atomic(w->opcode) && (qp->rd_outstanding >= rd_max ||
-		    ((sv_req_conn(qp)->caps & SV_CAP_LOSSY) && rd_window_full(qp, rd_max))))
+		if (is_rd_atomic(w->opcode) && !rd_room(qp, w, rd_max))
 			return false;
 		if (!w->psn_set) {
 			w->psn = qp->next_psn;
@@ -302,8 +322,11 @@ static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 		}
 		sv_stamp(SV_ST_FILLED);
 		f->wqe_idx = qp->sq.next++;
-		if (is_rd_atomic(w->opcode))
+		if (is_rd_atomic(w->opcode)) {
 			qp->rd_outstanding++;
+			if (w->opcode == IBV_WR_RDMA_READ)
+				qp->rd_bytes += w->length;
+		}
 		return true;
 	}
 	return false;
@@ -374,7 +397,7 @@ void sv_req_rewind(struct sv_qp *qp, uint32_t idx)
 			sv_swqe_to(qp, w, SV_SWQE_POSTED);
 	}
 	qp->sq.next = idx;
-	qp->rd_outstanding = 0;
+	qp->rd_outstanding = qp->rd_bytes = 0;
 	/* A frame not yet started is dropped; one half on the wire completes
 	 * (the responder discards it) and sv_req_sent ignores it. */
 	for (int i = 0; i < 2; i++) {

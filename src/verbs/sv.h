@@ -37,7 +37,7 @@
 #define SV_MAX_INLINE     512
 #define SV_MAX_QP_WR      16384
 #define SV_MAX_CQE        (1 << 22)
-#define SV_MAX_RD_ATOM    16
+#define SV_MAX_RD_ATOM    28
 #define SV_MTU            SV_WIRE_MTU
 #define SV_UD_GRH_LEN     40
 /* Multicast groups one UD QP may join (each costs a descriptor); any QP may
@@ -496,6 +496,7 @@ struct sv_qp {
 	/* timers and teardown */
 	struct sv_timer timer;       /* the earliest of the deadlines above (engine/comp.c) */
 	uint32_t async_reported;
+	uint32_t rd_bytes;           /* what the READs in flight ask for (req.c, rd_room; in padding) */
 
 	/* qp_ex builder (between wr_start and wr_complete, under qp->lock);
 	 * its WR only for a QP made with send_ops_flags, the only kind

@@ -38,7 +38,9 @@
  *   6. a stream of READs, max_rd_atomic of them on the wire: the READs
  *      that responses read in one go make room for leave in one write
  *      (recv.c, rx_frames_acked), each response's bytes in place;
- *   7. a header with a bad magic: on channels not yet verified (an
+ *   7. how many READs stand: every one max_rd_atomic allows while they
+ *      are small, 16 once those ask for 1 MiB (req.c, rd_room);
+ *   8. a header with a bad magic: on channels not yet verified (an
  *      accepted one, a candidate of the QP) it closes the channel and the
  *      QP keeps its state and goes on working; on the QP's verified
  *      channel it closes the channel and the QP goes to ERR
@@ -384,7 +386,7 @@ static void make_rtr(struct side *s, uint32_t psn)
 {
 	struct ibv_qp_init_attr ia = {
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4,
+		.cap = { .max_send_wr = 32, .max_recv_wr = 16, .max_send_sge = 4,
 			 .max_recv_sge = 4 },
 	};
 	struct ibv_qp_attr a;
@@ -472,7 +474,7 @@ static void responder(struct side *s, uint32_t psn, size_t chunk)
 
 /* A completer: RTS (ack timeout 0: no ack timer), its outbound channel a
  * fake one that is UP, as req.c has it once HELLO_ACK came. */
-static void completer(struct side *s, uint32_t sq_psn)
+static void completer_rd(struct side *s, uint32_t sq_psn, uint8_t max_rd_atomic)
 {
 	struct ibv_qp_attr a;
 
@@ -483,7 +485,7 @@ static void completer(struct side *s, uint32_t sq_psn)
 	a.timeout = 0;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
+	a.max_rd_atomic = max_rd_atomic;
 	modify(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 	       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 	s->f = fake_new(true, 65536);
@@ -495,6 +497,11 @@ static void completer(struct side *s, uint32_t sq_psn)
 	sv_link_set(s->sqp, SV_LINK_UP);
 	sv_qp_unlock(s->sqp);
 	quiesce();
+}
+
+static void completer(struct side *s, uint32_t sq_psn)
+{
+	completer_rd(s, sq_psn, 4);
 }
 
 /* Destroying the QP closes its channels (on the progress thread, which
@@ -1083,7 +1090,46 @@ static void case_read_stream(void)
 	pass();
 }
 
-/* ---- 7: a bad magic ---- */
+/* ---- 7: how many READs stand ---- */
+
+/* Post `n` READs of `len` bytes (all into one buffer), then take the
+ * `sent` requests that go; no more may. */
+static void post_reads(struct side *s, uint32_t psn, unsigned n, uint32_t len, unsigned sent)
+{
+	struct ibv_wc wc;
+
+	for (unsigned i = 0; i < n; i++)
+		post_send(s, 300 + i, IBV_WR_RDMA_READ, OFF_RDDST, len, 0x5000ull + i * len, 0x4242);
+	CHECK(ibv_poll_cq(s->cq, 1, &wc) == 0);      /* a burst's requests wait for it (batch.c) */
+	for (unsigned i = 0; i < sent; i++) {
+		struct sv_wire_hdr h = take_frame(s->f, NULL);
+
+		EXPECT_EQ(h.opcode, SV_OP_READ_REQ);
+		EXPECT_EQ(h.psn, psn + i);
+		EXPECT_EQ(h.rlen, len);
+	}
+	expect_no_output(s->f);
+}
+
+static void case_read_window(void)
+{
+	struct ibv_device_attr da;
+	struct side s;
+
+	begin("7 READs in flight: all max_rd_atomic if small, 16 if they ask for 1 MiB");
+	CHECK(ibv_query_device(G.ctx, &da) == 0);
+	CHECK(da.max_qp_init_rd_atom > 16 && da.max_qp_init_rd_atom < 32);
+	completer_rd(&s, 1000, (uint8_t)da.max_qp_init_rd_atom);
+	post_reads(&s, 1000, (unsigned)da.max_qp_init_rd_atom + 1, 64, (unsigned)da.max_qp_init_rd_atom);
+	side_end(&s);
+
+	completer_rd(&s, 2000, (uint8_t)da.max_qp_init_rd_atom);
+	post_reads(&s, 2000, 20, 64u << 10, 16);      /* 16 of 64 KiB: 1 MiB asked for */
+	side_end(&s);
+	pass();
+}
+
+/* ---- 8: a bad magic ---- */
 
 static void feed_bad_magic(struct fake *f, struct sv_wire_hdr h)
 {
@@ -1101,7 +1147,7 @@ static void case_bad_magic(void)
 
 	/* An accepted channel (no QP yet) whose first frame, a HELLO, has a
 	 * bad magic: closed, nothing else. */
-	begin("7 bad magic on an accepted channel");
+	begin("8 bad magic on an accepted channel");
 	responder(&s, 600, 4096);
 	post_recv(&s, 61, OFF_RECV, 4096);
 	f = fake_new(false, 4096);
@@ -1116,7 +1162,7 @@ static void case_bad_magic(void)
 
 	/* A candidate of the QP (its HELLO named it, its peer not proven
 	 * yet: verify.c): closed, the QP keeps its state and its channel. */
-	case_name = "7 bad magic on a candidate channel";
+	case_name = "8 bad magic on a candidate channel";
 	f = fake_new(false, 4096);
 	pthread_mutex_lock(&s.sqp->lock);
 	f->c->qc->qp = s.sqp;
@@ -1146,7 +1192,7 @@ static void case_bad_magic(void)
 	/* On the QP's verified channel a malformed frame is the peer breaking
 	 * the protocol: the channel is closed and the QP goes to ERR, its
 	 * receives flushed (docs/wire-format.md, Validation). */
-	case_name = "7 bad magic on the verified channel";
+	case_name = "8 bad magic on the verified channel";
 	post_recv(&s, 62, OFF_RECV, 4096);
 	feed_bad_magic(s.f, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, 601));
 	drive(s.f);
@@ -1201,6 +1247,7 @@ int main(void)
 	case_rdma();
 	case_completer();
 	case_read_stream();
+	case_read_window();
 	case_bad_magic();
 
 	case_name = "teardown";
