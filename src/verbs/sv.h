@@ -213,7 +213,7 @@ struct sv_cq {
 	struct sv_conn **socks;
 	uint32_t nsocks, socks_cap;
 	bool spinning;
-	uint32_t spin_wander;        /* found-polls that end the spin regardless (drive.c) */
+	uint32_t spin_wander;        /* polls left that neither start nor keep a spin (drive.c) */
 	int sleepers;                /* threads asleep for its event that took them (drive_lock) */
 	int sleep_pins;              /* sleepers holding a pointer to it (comp_channel.c) */
 	struct sv_conn *hot;         /* the one a spinning poller reads first (drive_lock) */
