@@ -141,6 +141,23 @@ static void rbuf_release(struct sv_conn *c)
 	}
 }
 
+/* A payload read straight into memory whose rest is still on its way:
+ * while more than SV_RX_LOWAT_MIN bytes of it are to come, its reader is
+ * woken only once SV_RX_LOWAT of them (or all) wait.  Read piece by piece
+ * as they arrived, a busy poller's many reads cost the TCP sender more
+ * than the bytes (docs/measurements.md, 'A large payload read in large
+ * pieces'). */
+#define SV_RX_LOWAT (256 * 1024)
+#define SV_RX_LOWAT_MIN (64 * 1024)
+
+static void rx_direct_lowat(struct sv_conn *c, bool short_read)
+{
+	size_t left = c->qc->rx_remain;
+
+	sv_chan_rx_lowat(c, !short_read || left <= SV_RX_LOWAT_MIN ? 1
+			    : left < SV_RX_LOWAT ? (uint32_t)left : SV_RX_LOWAT);
+}
+
 /* Read payload straight into the destination, bypassing the staging buffer. */
 static bool rx_direct(struct sv_conn *c)
 {
@@ -171,10 +188,13 @@ static bool rx_direct(struct sv_conn *c)
 	sv_dma_end();
 	sv_mr_unlock();
 	r = rx_read_done(c, r, c->qc->rx_remain - want, SV_CAP_SPIN_TAKE);
+	if (r == -EAGAIN)
+		rx_direct_lowat(c, true);
 	if (r <= 0)
 		return false;
 	sv_place_advance(p, r);
 	c->qc->rx_remain -= r;
+	rx_direct_lowat(c, c->qc->rx_remain > 1 + want);
 	return true;
 }
 
@@ -201,6 +221,7 @@ static bool rx_payload(struct sv_conn *c)
 		if (!rbuf_fill(c, c->qc->rx_remain))
 			return false;
 	}
+	sv_chan_rx_lowat(c, 1);
 	return true;
 }
 

@@ -87,6 +87,9 @@ struct sv_chan_ops {
 	/* optional: the next `len` bytes of input, left there (false: not all
 	 * in yet); a reader that takes them reads them */
 	bool (*peek)(struct sv_conn *c, void *buf, size_t len);
+	/* optional: report input (epoll, wake-ups) only once `bytes` wait;
+	 * 1 again: any byte.  The engine asks only for bytes on their way. */
+	void (*rx_lowat)(struct sv_conn *c, uint32_t bytes);
 
 	/* The rest is optional: NULL where the transport cannot, and the
 	 * sv_chan_* calls below answer for it (nothing, or -EOPNOTSUPP). */
@@ -135,6 +138,8 @@ struct sv_conn {
 	bool closed;                 /* on the node's graveyard, freed after the batch */
 	uint32_t caps;               /* enum sv_chan_cap: ops->caps */
 	uint8_t input;               /* enum sv_chan_input: what the engine says its input is worth */
+	uint32_t rx_lowat;           /* what rx_lowat last set (0: never, as 1) */
+	uint32_t rx_lowat_max;       /* its ceiling for this socket (tcp/stream.c; 0: not yet known) */
 
 	/* same-host fast path (transport/shm): frames move through rings, and
 	 * the socket is closed: the peer process's bell rings it and its life
@@ -392,6 +397,15 @@ static inline int sv_chan_direct(struct sv_conn *c, const struct sv_direct *d)
 static inline bool sv_chan_peek(struct sv_conn *c, void *buf, size_t len)
 {
 	return c->ops->peek && c->ops->peek(c, buf, len);
+}
+
+/* Wake the channel's readers only once `bytes` of input wait (1: any).
+ * Not on a lossy channel: its filter reads whole frames ahead of us. */
+static inline void sv_chan_rx_lowat(struct sv_conn *c, uint32_t bytes)
+{
+	if ((c->rx_lowat > 1 || bytes > 1) && c->rx_lowat != bytes && c->ops->rx_lowat &&
+	    !(c->caps & SV_CAP_LOSSY))
+		c->ops->rx_lowat(c, bytes);
 }
 
 static inline void sv_chan_recv_publish(struct sv_conn *c, uint32_t idx,

@@ -40,7 +40,12 @@
  *      (recv.c, rx_frames_acked), each response's bytes in place;
  *   7. how many READs stand: every one max_rd_atomic allows while they
  *      are small, 16 once those ask for 1 MiB (req.c, rd_room);
- *   8. a header with a bad magic: on channels not yet verified (an
+ *   8. a large payload arriving in pieces: while more than 64 KiB of it
+ *      are still to come, the engine asks the channel to report input only
+ *      once 256 KiB (or all the rest) wait, and for any byte again after
+ *      (recv.c, rx_direct_lowat); small frames never ask; a TCP channel
+ *      sets SO_RCVLOWAT so, capped at an eighth of its receive buffer;
+ *   9. a header with a bad magic: on channels not yet verified (an
  *      accepted one, a candidate of the QP) it closes the channel and the
  *      QP keeps its state and goes on working; on the QP's verified
  *      channel it closes the channel and the QP goes to ERR
@@ -58,7 +63,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -136,6 +144,8 @@ struct fake {
 	unsigned reads;           /* readv calls that returned bytes */
 	unsigned empty;           /* readv calls that found nothing (-EAGAIN) */
 	unsigned writes;          /* writev calls */
+	uint32_t lowat;           /* what rx_lowat last asked (0: never) */
+	unsigned lowat_calls;     /* rx_lowat calls */
 };
 
 static struct fake fakes[32];
@@ -200,6 +210,15 @@ static void fake_close(struct sv_conn *c)
 	fake_of(c)->closed = true;
 }
 
+static void fake_rx_lowat(struct sv_conn *c, uint32_t bytes)
+{
+	struct fake *f = fake_of(c);
+
+	f->lowat = bytes;
+	f->lowat_calls++;
+	c->rx_lowat = bytes;
+}
+
 static const struct sv_chan_ops fake_ops = {
 	.name = "fake",
 	.caps = 0,                 /* a plain ordered stream: no rings, no held ACKs */
@@ -207,6 +226,7 @@ static const struct sv_chan_ops fake_ops = {
 	.writev = fake_writev,
 	.readv = fake_readv,
 	.close = fake_close,
+	.rx_lowat = fake_rx_lowat,
 };
 
 /* A channel as a transport makes one (connected), never started. */
@@ -1129,7 +1149,96 @@ static void case_read_window(void)
 	pass();
 }
 
-/* ---- 8: a bad magic ---- */
+/* ---- 8: a large payload read in large pieces ---- */
+
+/* Feed `n` more bytes of `msg` (from *at), drive, and expect the engine's
+ * last ask of the channel to be `lowat`. */
+static void feed_more(struct side *s, const uint8_t *msg, size_t *at, size_t n, uint32_t lowat)
+{
+	feed(s->f, msg + *at, n);
+	*at += n;
+	drive(s->f);
+	EXPECT_EQ(s->f->in_off, s->f->in_len);
+	EXPECT_EQ(s->f->lowat, lowat);
+}
+
+/* A TCP channel's op on a real socket: SO_RCVLOWAT as asked, capped. */
+static void tcp_lowat(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0), fd = socket(AF_INET, SOCK_STREAM, 0);
+	int v = 0, buf = 0;
+	socklen_t len = sizeof(v);
+	struct sv_conn *c;
+
+	CHECK(l >= 0 && fd >= 0);
+	CHECK(bind(l, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(l, 1) == 0);
+	CHECK(getsockname(l, (struct sockaddr *)&a, &alen) == 0);
+	CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	c = sv_conn_new(G.node, fd, true, true, &sv_tcp_ops);    /* never started */
+	CHECK(c);
+	CHECK(getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, &len) == 0 && buf >= 64);
+	sv_chan_rx_lowat(c, 1000);
+	CHECK(getsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, &len) == 0);
+	EXPECT_EQ(v, buf / 8 < 1000 ? buf / 8 : 1000);
+	sv_chan_rx_lowat(c, 64u << 20);
+	CHECK(getsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, &len) == 0);
+	EXPECT_EQ(v, buf / 8);
+	sv_chan_rx_lowat(c, 1);
+	CHECK(getsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, &len) == 0);
+	EXPECT_EQ(v, 1);
+	sv_engine_enter(G.node);
+	sv_conn_close(c);                     /* closes fd */
+	sv_engine_leave(G.node);
+	quiesce();
+	close(l);
+}
+
+static void case_lowat(void)
+{
+	const uint32_t psn = 500, len = 400u << 10;
+	uint8_t small[300], *big = malloc(len);
+	struct sv_wire_hdr h;
+	struct side s;
+	size_t at = 0;
+
+	begin("8 a large payload is read in large pieces");
+	CHECK(big);
+	responder(&s, psn, 1u << 20);
+	post_recv(&s, 1, OFF_RECV, 4096);
+	pattern(small, sizeof(small), 3);
+	deliver(&s, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, psn), small, sizeof(small));
+	expect_recv_wc(&s, 1, sizeof(small));
+	EXPECT_EQ(s.f->lowat_calls, 0);       /* a small frame never asks */
+
+	post_recv(&s, 2, OFF_RECV, len);
+	pattern(big, len, 9);
+	h = hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, psn + 1);
+	h.len = len;
+	sv_wire_encode(&h);
+	feed(s.f, &h, sizeof(h));
+	feed_more(&s, big, &at, 100u << 10, 256u << 10);   /* 300 KiB to come */
+	expect_rx(&s, SV_RX_PAYLOAD, 0, len - at);
+	feed_more(&s, big, &at, 100u << 10, 200u << 10);   /* 200 KiB: all of it */
+	feed_more(&s, big, &at, 150u << 10, 1);            /* 50 KiB: any byte */
+	feed_more(&s, big, &at, len - at - 1, 1);
+	expect_no_wc(&s);
+	feed_more(&s, big, &at, 1, 1);
+	expect_recv_wc(&s, 2, len);
+	expect_bytes(OFF_RECV, big, len);
+	expect_ack(&s, psn);
+	expect_ack(&s, psn + 1);
+	expect_no_output(s.f);
+	expect_rx(&s, SV_RX_HDR, 0, 0);
+	side_end(&s);
+	free(big);
+
+	tcp_lowat();
+	pass();
+}
+
+/* ---- 9: a bad magic ---- */
 
 static void feed_bad_magic(struct fake *f, struct sv_wire_hdr h)
 {
@@ -1147,7 +1256,7 @@ static void case_bad_magic(void)
 
 	/* An accepted channel (no QP yet) whose first frame, a HELLO, has a
 	 * bad magic: closed, nothing else. */
-	begin("8 bad magic on an accepted channel");
+	begin("9 bad magic on an accepted channel");
 	responder(&s, 600, 4096);
 	post_recv(&s, 61, OFF_RECV, 4096);
 	f = fake_new(false, 4096);
@@ -1248,6 +1357,7 @@ int main(void)
 	case_completer();
 	case_read_stream();
 	case_read_window();
+	case_lowat();
 	case_bad_magic();
 
 	case_name = "teardown";

@@ -39,11 +39,33 @@ static ssize_t tcp_readv(struct sv_conn *c, const struct iovec *iov, int n)
 	return sv_conn_sock_read(c, r < 0 ? -errno : r);
 }
 
+/* SO_RCVLOWAT: epoll and the socket's wake-ups wait for that many bytes.
+ * The kernel still reports less when its receive window or memory runs
+ * short; we keep well below that, at an eighth of the receive buffer. */
+static void tcp_rx_lowat(struct sv_conn *c, uint32_t bytes)
+{
+	int v;
+
+	if (!c->rx_lowat_max) {
+		int buf = 0;
+		socklen_t len = sizeof(buf);
+
+		getsockopt(c->h.fd, SOL_SOCKET, SO_RCVBUF, &buf, &len);
+		c->rx_lowat_max = buf >= 16 ? (uint32_t)buf / 8 : 1;
+	}
+	v = (int)(bytes < c->rx_lowat_max ? bytes : c->rx_lowat_max);
+	if (v < 1)
+		v = 1;
+	if (!setsockopt(c->h.fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof(v)))
+		c->rx_lowat = bytes;
+}
+
 const struct sv_chan_ops sv_tcp_ops = {
 	.name = "tcp",
 	.caps = SV_CAP_TURN | SV_CAP_SPIN_TAKE,
 	.writev = tcp_writev,
 	.readv = tcp_readv,
+	.rx_lowat = tcp_rx_lowat,
 };
 
 int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct sv_conn **out)
