@@ -860,6 +860,33 @@ static bool epoll_spared(uint32_t *polls)
 	return k % SV_HOT_EVERY != 0;
 }
 
+/*
+ * A spinning poller reads a channel that streams large requests to us
+ * (SV_RX_BULK) at most every SV_BULK_GAP_NS; their bytes wait in the
+ * socket meanwhile.
+ * Read as each arrived, every read made TCP acknowledge at once
+ * (SV_CAP_READ_ACKS), and on veth the sender's core, a stream's
+ * bottleneck, processes those ACKs (docs/measurements.md, 'Bulk requests
+ * read in batches').  A ping-pong (one_at_a_time) and responses to our own
+ * requests are read at once.
+ */
+#define SV_BULK_GAP_NS (40 * 1000)
+
+static bool bulk_wait(struct sv_cq *cq, struct sv_conn *c)
+{
+	uint64_t now;
+
+	if (!__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED) || c->outbound ||
+	    !(sv_conn_caps(c) & SV_CAP_READ_ACKS) ||
+	    !__atomic_load_n(&c->qc->rx_bulk, __ATOMIC_RELAXED) || one_at_a_time(c))
+		return false;
+	now = sv_now_ns();
+	if (now - __atomic_load_n(&c->qc->rx_read_ns, __ATOMIC_RELAXED) < SV_BULK_GAP_NS)
+		return true;
+	__atomic_store_n(&c->qc->rx_read_ns, now, __ATOMIC_RELAXED);
+	return false;
+}
+
 /* Read the hot channel instead of asking epoll?  Then true. */
 static bool hot_read(struct sv_cq *cq)
 {
@@ -929,7 +956,7 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 			uint8_t buf[SV_UDP_BUF];
 
 			sv_dgram_drain(node, g->udp_h.fd, buf);
-		} else {
+		} else if (!bulk_wait(cq, evs[i].data.ptr)) {
 			drive_one(evs[i].data.ptr);
 			if (n == 1)
 				hot_set(cq, evs[i].data.ptr);

@@ -132,6 +132,8 @@ struct sv_qpchan {
 	/* read by spinning pollers without the QP lock (drive.c) */
 	bool rx_completes;           /* inbound: its last request completed a receive */
 	bool rx_requested;           /* inbound: a request came (resp.c) */
+	bool rx_bulk;                /* inbound: its last request carried SV_RX_BULK bytes or more */
+	uint64_t rx_read_ns;         /* inbound, bulk: when a poller last read it */
 	uint32_t tx_since_rx;        /* outbound: requests written since the last response */
 
 	/* receive machine */
@@ -320,6 +322,7 @@ void sv_xmit_ack_recover(struct sv_qp *qp);
 #define SV_ACK_HOLD_MIN_TMO 12   /* requester ack timeouts (4.096 us << t) that allow holding */
 #define SV_ACK_STREAK 16         /* a ping-pong this long is steady */
 #define SV_ACK_HOLD_MAX 16       /* requests one held ACK may cover */
+#define SV_RX_BULK (32u * 1024)   /* a request this large makes its channel bulk (drive.c) */
 #define SV_ACK_HOLD_NS (2ull * 1000 * 1000)   /* the timer looks at held ACKs this often */
 void sv_xmit_nak(struct sv_conn *c, struct sv_qp *qp, uint32_t psn, enum sv_nak code,
 		 uint64_t data0);

@@ -690,13 +690,18 @@ static bool ack_may_wait(struct sv_qp *qp, struct sv_conn *c, const struct sv_wi
 	       c->qc->ack_held_n < SV_ACK_HOLD_MAX;
 }
 
-/* Spinning pollers wait for requests that complete receives only. */
-static void took_request(struct sv_conn *c, bool completes)
+/* Spinning pollers wait for requests that complete receives only, and
+ * read a channel of large ones in batches (drive.c, bulk_wait). */
+static void took_request(struct sv_conn *c, bool completes, uint32_t len)
 {
+	bool bulk = len >= SV_RX_BULK;
+
 	if (!c->qc->rx_requested)
 		__atomic_store_n(&c->qc->rx_requested, true, __ATOMIC_RELAXED);
 	if (c->qc->rx_completes != completes)
 		__atomic_store_n(&c->qc->rx_completes, completes, __ATOMIC_RELAXED);
+	if (c->qc->rx_bulk != bulk)
+		__atomic_store_n(&c->qc->rx_bulk, bulk, __ATOMIC_RELAXED);
 }
 
 /* A placed SEND taken without the receive machine (engine/recv.c): its
@@ -713,7 +718,7 @@ bool sv_resp_placed(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hd
 	qp->rctx.placed = true;
 	if (!take_placed(qp, h))
 		return false;
-	took_request(c, true);
+	took_request(c, true, 0);
 	complete_recv(qp, c, h);
 	return true;
 }
@@ -761,7 +766,7 @@ void sv_resp_end(struct sv_qp *qp, struct sv_conn *c)
 	}
 	if (!qp->rctx.drop && sv_qp_is_rc(qp) && !qp->rctx.placed)
 		qp->epsn = (qp->epsn + 1) & 0xffffff;
-	took_request(c, qp->rctx.have_wqe);
+	took_request(c, qp->rctx.have_wqe, h->len);
 	if (qp->rctx.ack && !(sv_opinfo[h->opcode].flags & (SV_OPF_ATOMIC)) &&
 	    h->opcode != SV_OP_READ_REQ) {
 		if (ack_may_wait(qp, c, h))

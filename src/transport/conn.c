@@ -342,6 +342,8 @@ static void accept_all(struct sv_pgroup *g, int lfd, const struct sv_chan_ops *o
 			close(fd);
 			continue;
 		}
+		if (ops == &sv_tcp_ops)
+			sv_tcp_accepted(c);
 		sv_node_pending_add(g, c);
 		if (sv_conn_start(c))
 			sv_conn_close(c);

@@ -52,6 +52,10 @@ enum sv_chan_cap {
 	/* frames may be lost or duplicated (SOFTVERBS_FAULT, transport/fault/):
 	 * RC retransmits on timeout and NAKs a gap (engine/comp.c, resp.c) */
 	SV_CAP_LOSSY     = 1u << 6,
+	/* a read of more than a segment makes the transport acknowledge at
+	 * once (TCP with segments far smaller than a large message): pollers
+	 * read a stream of large requests in batches (engine/drive.c) */
+	SV_CAP_READ_ACKS = 1u << 7,
 };
 
 /* What the engine says of the input a channel holds, for the transport's
@@ -229,6 +233,7 @@ void sv_conn_rewatch(struct sv_conn *c);
 ssize_t sv_conn_writev(struct sv_conn *c, const struct iovec *iov, int n);
 ssize_t sv_conn_read(struct sv_conn *c, void *buf, size_t len);
 ssize_t sv_conn_readv(struct sv_conn *c, const struct iovec *iov, int n);
+void sv_tcp_accepted(struct sv_conn *c);
 /* Bytes already read wait in the channel (a fault filter's checked frames):
  * read on, the socket will not say so. */
 bool sv_conn_input_pending(const struct sv_conn *c);

@@ -45,6 +45,10 @@
  *      once 256 KiB (or all the rest) wait, and for any byte again after
  *      (recv.c, rx_direct_lowat); small frames never ask; a TCP channel
  *      sets SO_RCVLOWAT so, capped at an eighth of its receive buffer;
+ *      a request of 32 KiB or more makes the channel bulk for pollers
+ *      (drive.c, bulk_wait), a smaller one ends that; an accepted TCP
+ *      channel with Ethernet-sized segments has SV_CAP_READ_ACKS, one on
+ *      loopback not;
  *   9. a header with a bad magic: on channels not yet verified (an
  *      accepted one, a candidate of the QP) it closes the channel and the
  *      QP keeps its state and goes on working; on the QP's verified
@@ -65,6 +69,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
@@ -1195,6 +1200,37 @@ static void tcp_lowat(void)
 	close(l);
 }
 
+/* An accepted TCP channel whose peer sent `mss` (0: loopback's own): are
+ * its reads said to make TCP acknowledge (SV_CAP_READ_ACKS)? */
+static bool tcp_read_acks(int mss)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0), fd = socket(AF_INET, SOCK_STREAM, 0), in;
+	struct sv_conn *c;
+	bool acks;
+
+	CHECK(l >= 0 && fd >= 0);
+	CHECK(bind(l, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(l, 1) == 0);
+	CHECK(getsockname(l, (struct sockaddr *)&a, &alen) == 0);
+	if (mss)
+		CHECK(setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof(mss)) == 0);
+	CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	in = accept(l, NULL, NULL);
+	CHECK(in >= 0);
+	c = sv_conn_new(G.node, in, false, true, &sv_tcp_ops);
+	CHECK(c);
+	sv_tcp_accepted(c);
+	acks = c->caps & SV_CAP_READ_ACKS;
+	sv_engine_enter(G.node);
+	sv_conn_close(c);
+	sv_engine_leave(G.node);
+	quiesce();
+	close(fd);
+	close(l);
+	return acks;
+}
+
 static void case_lowat(void)
 {
 	const uint32_t psn = 500, len = 400u << 10;
@@ -1211,6 +1247,7 @@ static void case_lowat(void)
 	deliver(&s, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, psn), small, sizeof(small));
 	expect_recv_wc(&s, 1, sizeof(small));
 	EXPECT_EQ(s.f->lowat_calls, 0);       /* a small frame never asks */
+	CHECK(!s.f->c->qc->rx_bulk);          /* nor makes its channel bulk (drive.c) */
 
 	post_recv(&s, 2, OFF_RECV, len);
 	pattern(big, len, 9);
@@ -1226,15 +1263,22 @@ static void case_lowat(void)
 	expect_no_wc(&s);
 	feed_more(&s, big, &at, 1, 1);
 	expect_recv_wc(&s, 2, len);
+	CHECK(s.f->c->qc->rx_bulk);           /* pollers read it in batches now */
 	expect_bytes(OFF_RECV, big, len);
 	expect_ack(&s, psn);
 	expect_ack(&s, psn + 1);
 	expect_no_output(s.f);
 	expect_rx(&s, SV_RX_HDR, 0, 0);
+	post_recv(&s, 3, OFF_RECV, 4096);
+	deliver(&s, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, psn + 2), small, sizeof(small));
+	expect_recv_wc(&s, 3, sizeof(small));
+	CHECK(!s.f->c->qc->rx_bulk);          /* a small request ends it */
 	side_end(&s);
 	free(big);
 
 	tcp_lowat();
+	CHECK(tcp_read_acks(1400));           /* an Ethernet's segments */
+	CHECK(!tcp_read_acks(0));             /* loopback's 64 KiB ones */
 	pass();
 }
 
@@ -1271,7 +1315,7 @@ static void case_bad_magic(void)
 
 	/* A candidate of the QP (its HELLO named it, its peer not proven
 	 * yet: verify.c): closed, the QP keeps its state and its channel. */
-	case_name = "8 bad magic on a candidate channel";
+	case_name = "9 bad magic on a candidate channel";
 	f = fake_new(false, 4096);
 	pthread_mutex_lock(&s.sqp->lock);
 	f->c->qc->qp = s.sqp;
@@ -1301,7 +1345,7 @@ static void case_bad_magic(void)
 	/* On the QP's verified channel a malformed frame is the peer breaking
 	 * the protocol: the channel is closed and the QP goes to ERR, its
 	 * receives flushed (docs/wire-format.md, Validation). */
-	case_name = "8 bad magic on the verified channel";
+	case_name = "9 bad magic on the verified channel";
 	post_recv(&s, 62, OFF_RECV, 4096);
 	feed_bad_magic(s.f, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, 601));
 	drive(s.f);

@@ -2,6 +2,8 @@
  * to another host (or to this one, with SOFTVERBS_TRANSPORT=tcp). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -58,6 +60,21 @@ static void tcp_rx_lowat(struct sv_conn *c, uint32_t bytes)
 		v = 1;
 	if (!setsockopt(c->h.fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof(v)))
 		c->rx_lowat = bytes;
+}
+
+/* Segments this small (an Ethernet MTU, jumbo frames) are many per large
+ * message; loopback's 64 KiB MTU makes one segment of a 64 KiB message,
+ * which TCP acknowledges per two segments however it is read. */
+#define SV_TCP_SMALL_MSS (16 * 1024)
+
+void sv_tcp_accepted(struct sv_conn *c)
+{
+	int mss = 0;
+	socklen_t len = sizeof(mss);
+
+	if (!getsockopt(c->h.fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) && mss > 0 &&
+	    mss < SV_TCP_SMALL_MSS)
+		c->caps |= SV_CAP_READ_ACKS;
 }
 
 const struct sv_chan_ops sv_tcp_ops = {
