@@ -549,6 +549,19 @@ static void poll_stamp(struct sv_cq *cq)
 		__atomic_store_n(&self->last_poll_ns, now, __ATOMIC_RELAXED);
 }
 
+/* A poller in a long receive batch (a run of large pulled SENDs can keep
+ * one poll busy for hundreds of microseconds) is polling all the while:
+ * its stamps stay fresh, or ring writers ring its progress thread awake
+ * on its core (docs/measurements.md, 'A long batch keeps its poll stamp').
+ * A ring channel is read by pollers of its drive_cq only. */
+void sv_engine_still_polling(struct sv_conn *c)
+{
+	struct sv_cq *cq = __atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE);
+
+	if (cq && !sv_node_on_progress_thread(c->node))
+		poll_stamp(cq);
+}
+
 /* Posting counts as polling for same-host writers: a thread that posts a
  * stream of sends polls its CQ only when the queue is full (perftest: every
  * 100 sends), far less often than writers look at the process's stamp,

@@ -199,6 +199,7 @@ void sv_engine_pending_expired(struct sv_conn *c);
 
 bool sv_engine_poller_active(struct sv_conn *c, uint64_t now);
 void sv_engine_drive_register(struct sv_conn *c, struct sv_cq *cq);
+void sv_engine_still_polling(struct sv_conn *c);
 void sv_engine_drive_forget(struct sv_conn *c);
 void sv_engine_drive_register_also(struct sv_conn *c, struct sv_cq *cq);
 void sv_engine_drive_register_dgram(struct sv_qp *qp);

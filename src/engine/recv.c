@@ -494,6 +494,7 @@ static void rx_batch_count(struct sv_conn *c)
 		return;
 	c->qc->rx_batch_bytes = 0;
 	sv_resp_batch_end(c->qc->qp, c);
+	sv_engine_still_polling(c);
 }
 
 /* HDR -> PAYLOAD -> HDR, frame after frame; a SEND with no receive to take

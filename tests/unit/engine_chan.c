@@ -48,7 +48,8 @@
  *      a request of 32 KiB or more makes the channel bulk for pollers
  *      (drive.c, bulk_wait), a smaller one ends that; an accepted TCP
  *      channel with Ethernet-sized segments has SV_CAP_READ_ACKS, one on
- *      loopback not;
+ *      loopback not; a poller's batch of 1 MiB of requests stamps its CQ
+ *      as polled;
  *   9. a header with a bad magic: on channels not yet verified (an
  *      accepted one, a candidate of the QP) it closes the channel and the
  *      QP keeps its state and goes on working; on the QP's verified
@@ -1231,6 +1232,16 @@ static bool tcp_read_acks(int mss)
 	return acks;
 }
 
+/* A SEND of `len` bytes, its receive (`wr_id`) posted first. */
+static struct sv_wire_hdr bulk_send(struct side *s, uint32_t psn, uint64_t wr_id, uint32_t len)
+{
+	struct sv_wire_hdr b = hdr(SV_OP_SEND, s->qp->qp_num, PEER_QPN, psn);
+
+	b.rlen = len;                         /* the batch counts request bytes by it */
+	post_recv(s, wr_id, OFF_RECV, len);
+	return b;
+}
+
 static void case_lowat(void)
 {
 	const uint32_t psn = 500, len = 400u << 10;
@@ -1273,6 +1284,28 @@ static void case_lowat(void)
 	deliver(&s, hdr(SV_OP_SEND, s.qp->qp_num, PEER_QPN, psn + 2), small, sizeof(small));
 	expect_recv_wc(&s, 3, sizeof(small));
 	CHECK(!s.f->c->qc->rx_bulk);          /* a small request ends it */
+
+	/* A poller (this thread, not the progress thread) that takes 1 MiB of
+	 * requests in one batch stamps its CQ as polled (drive.c,
+	 * sv_engine_still_polling): the channel is the CQ's, as a ring
+	 * channel registered with it would be. */
+	{
+		struct sv_cq *cq = to_scq(s.cq);
+
+		__atomic_store_n(&s.f->c->qc->drive_cq, cq, __ATOMIC_RELEASE);
+		__atomic_store_n(&cq->last_poll_ns, 0, __ATOMIC_RELAXED);
+		deliver(&s, bulk_send(&s, psn + 3, 4, len), big, len);   /* a batch of its own */
+		expect_recv_wc(&s, 4, len);
+		EXPECT_EQ(__atomic_load_n(&cq->last_poll_ns, __ATOMIC_RELAXED), 0);
+		for (uint32_t i = 0; i < 3; i++)                        /* one batch */
+			feed_frame(s.f, bulk_send(&s, psn + 4 + i, 5 + i, len), big, len);
+		drive(s.f);
+		EXPECT_EQ(s.f->in_off, s.f->in_len);
+		for (uint32_t i = 0; i < 3; i++)
+			expect_recv_wc(&s, 5 + i, len);
+		CHECK(__atomic_load_n(&cq->last_poll_ns, __ATOMIC_RELAXED) != 0);
+		__atomic_store_n(&s.f->c->qc->drive_cq, NULL, __ATOMIC_RELEASE);
+	}
 	side_end(&s);
 	free(big);
 
