@@ -876,12 +876,11 @@ static bool epoll_spared(uint32_t *polls)
 /*
  * A spinning poller reads a channel that streams large requests to us
  * (SV_RX_BULK) at most every SV_BULK_GAP_NS; their bytes wait in the
- * socket meanwhile.
- * Read as each arrived, every read made TCP acknowledge at once
- * (SV_CAP_READ_ACKS), and on veth the sender's core, a stream's
+ * socket meanwhile.  Read as each arrived, every read made TCP acknowledge
+ * at once (SV_CAP_READ_ACKS), and on veth the sender's core, a stream's
  * bottleneck, processes those ACKs (docs/measurements.md, 'Bulk requests
- * read in batches').  A ping-pong (one_at_a_time) and responses to our own
- * requests are read at once.
+ * read in batches').  A ping-pong (one_at_a_time) and responses to our
+ * own requests are read at once.
  */
 #define SV_BULK_GAP_NS (40 * 1000)
 

@@ -323,8 +323,8 @@ void sv_xmit_ack_recover(struct sv_qp *qp);
 #define SV_ACK_HOLD_MIN_TMO 12   /* requester ack timeouts (4.096 us << t) that allow holding */
 #define SV_ACK_STREAK 16         /* a ping-pong this long is steady */
 #define SV_ACK_HOLD_MAX 16       /* requests one held ACK may cover */
-#define SV_RX_BULK (32u * 1024)   /* a request this large makes its channel bulk (drive.c) */
 #define SV_ACK_HOLD_NS (2ull * 1000 * 1000)   /* the timer looks at held ACKs this often */
+#define SV_RX_BULK (32u * 1024)  /* a request this large makes its channel bulk (drive.c) */
 void sv_xmit_nak(struct sv_conn *c, struct sv_qp *qp, uint32_t psn, enum sv_nak code,
 		 uint64_t data0);
 /* A control frame in the channel's ctrl slot (free), written now. */

@@ -408,7 +408,7 @@ static inline bool sv_chan_peek(struct sv_conn *c, void *buf, size_t len)
  * Not on a lossy channel: its filter reads whole frames ahead of us. */
 static inline void sv_chan_rx_lowat(struct sv_conn *c, uint32_t bytes)
 {
-	if ((c->rx_lowat > 1 || bytes > 1) && c->rx_lowat != bytes && c->ops->rx_lowat &&
+	if ((c->rx_lowat ? c->rx_lowat : 1) != bytes && c->ops->rx_lowat &&
 	    !(c->caps & SV_CAP_LOSSY))
 		c->ops->rx_lowat(c, bytes);
 }

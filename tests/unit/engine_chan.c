@@ -1168,21 +1168,44 @@ static void feed_more(struct side *s, const uint8_t *msg, size_t *at, size_t n, 
 	EXPECT_EQ(s->f->lowat, lowat);
 }
 
-/* A TCP channel's op on a real socket: SO_RCVLOWAT as asked, capped. */
-static void tcp_lowat(void)
+/* A TCP connection on loopback, its connecting end asking for segments of
+ * `mss` bytes (0: loopback's own): *out and the accepted *in. */
+static void tcp_pair(int mss, int *out, int *in)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t alen = sizeof(a);
-	int l = socket(AF_INET, SOCK_STREAM, 0), fd = socket(AF_INET, SOCK_STREAM, 0);
-	int v = 0, buf = 0;
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	*out = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(l >= 0 && *out >= 0);
+	CHECK(bind(l, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(l, 1) == 0);
+	CHECK(getsockname(l, (struct sockaddr *)&a, &alen) == 0);
+	if (mss)
+		CHECK(setsockopt(*out, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof(mss)) == 0);
+	CHECK(connect(*out, (struct sockaddr *)&a, sizeof(a)) == 0);
+	*in = accept(l, NULL, NULL);
+	CHECK(*in >= 0);
+	close(l);
+}
+
+/* A channel made on `fd` (never started) goes, and its descriptor with it. */
+static void tcp_conn_free(struct sv_conn *c)
+{
+	sv_engine_enter(G.node);
+	sv_conn_close(c);
+	sv_engine_leave(G.node);
+	quiesce();
+}
+
+/* A TCP channel's op on a real socket: SO_RCVLOWAT as asked, capped. */
+static void tcp_lowat(void)
+{
+	int fd, in, v = 0, buf = 0;
 	socklen_t len = sizeof(v);
 	struct sv_conn *c;
 
-	CHECK(l >= 0 && fd >= 0);
-	CHECK(bind(l, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(l, 1) == 0);
-	CHECK(getsockname(l, (struct sockaddr *)&a, &alen) == 0);
-	CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-	c = sv_conn_new(G.node, fd, true, true, &sv_tcp_ops);    /* never started */
+	tcp_pair(0, &fd, &in);
+	c = sv_conn_new(G.node, fd, true, true, &sv_tcp_ops);
 	CHECK(c);
 	CHECK(getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, &len) == 0 && buf >= 64);
 	sv_chan_rx_lowat(c, 1000);
@@ -1194,41 +1217,25 @@ static void tcp_lowat(void)
 	sv_chan_rx_lowat(c, 1);
 	CHECK(getsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, &len) == 0);
 	EXPECT_EQ(v, 1);
-	sv_engine_enter(G.node);
-	sv_conn_close(c);                     /* closes fd */
-	sv_engine_leave(G.node);
-	quiesce();
-	close(l);
+	tcp_conn_free(c);
+	close(in);
 }
 
 /* An accepted TCP channel whose peer sent `mss` (0: loopback's own): are
  * its reads said to make TCP acknowledge (SV_CAP_READ_ACKS)? */
 static bool tcp_read_acks(int mss)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t alen = sizeof(a);
-	int l = socket(AF_INET, SOCK_STREAM, 0), fd = socket(AF_INET, SOCK_STREAM, 0), in;
+	int fd, in;
 	struct sv_conn *c;
 	bool acks;
 
-	CHECK(l >= 0 && fd >= 0);
-	CHECK(bind(l, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(l, 1) == 0);
-	CHECK(getsockname(l, (struct sockaddr *)&a, &alen) == 0);
-	if (mss)
-		CHECK(setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof(mss)) == 0);
-	CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-	in = accept(l, NULL, NULL);
-	CHECK(in >= 0);
+	tcp_pair(mss, &fd, &in);
 	c = sv_conn_new(G.node, in, false, true, &sv_tcp_ops);
 	CHECK(c);
 	sv_tcp_accepted(c);
 	acks = c->caps & SV_CAP_READ_ACKS;
-	sv_engine_enter(G.node);
-	sv_conn_close(c);
-	sv_engine_leave(G.node);
-	quiesce();
+	tcp_conn_free(c);
 	close(fd);
-	close(l);
 	return acks;
 }
 

@@ -56,8 +56,6 @@ static void tcp_rx_lowat(struct sv_conn *c, uint32_t bytes)
 		c->rx_lowat_max = buf >= 16 ? (uint32_t)buf / 8 : 1;
 	}
 	v = (int)(bytes < c->rx_lowat_max ? bytes : c->rx_lowat_max);
-	if (v < 1)
-		v = 1;
 	if (!setsockopt(c->h.fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof(v)))
 		c->rx_lowat = bytes;
 }
