@@ -603,7 +603,7 @@ void sv_capture_placed(struct sv_qp *qp, const struct sv_wire_hdr *h, const stru
 
 void sv_capture_placed_rx(struct sv_qp *qp, const struct sv_wire_hdr *h)
 {
-	struct sv_sge sge = qp->rctx.wqe.w.sge[0];
+	struct sv_sge sge = qp->rctx.wqe->sge[0];
 	struct iovec seg[1];
 	struct cap_ctx x, y;
 	size_t total;

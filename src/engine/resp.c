@@ -60,7 +60,7 @@ static __attribute__((cold)) void access_fail(struct sv_qp *qp, uint32_t rkey, u
 static __attribute__((cold)) void receive_fail(struct sv_qp *qp, uint32_t len, size_t total,
 						bool prot)
 {
-	const struct sv_rwqe *w = &qp->rctx.wqe.w;
+	const struct sv_rwqe *w = qp->rctx.wqe;
 	char why[200], sge[180];
 
 	if (prot) {
@@ -108,7 +108,7 @@ static bool rwqe_fits(struct sv_qp *qp, enum ibv_wc_status st, size_t total, uin
 /* Scatter a message from the channel into the consumed receive WQE. */
 static void place_into_rwqe(struct sv_qp *qp, struct sv_conn *c, uint32_t len)
 {
-	struct sv_rwqe *w = &qp->rctx.wqe.w;
+	struct sv_rwqe *w = qp->rctx.wqe;
 	enum ibv_wc_status st;
 	size_t total;
 
@@ -139,7 +139,7 @@ struct sv_pulled *sv_pulled_get(struct sv_conn *c)
 /* The receive WQE's segments, translated with the MR lock held by the caller. */
 static enum ibv_wc_status pull_dst(struct sv_qp *qp, struct sv_pulled *p, size_t *total)
 {
-	struct sv_rwqe *w = &qp->rctx.wqe.w;
+	struct sv_rwqe *w = qp->rctx.wqe;
 
 	return sv_sges_translate(qp->rctx.pd, w->sge, w->num_sge, SV_LOCAL_WRITE,
 				 p->dst, &p->ndst, total);
@@ -210,7 +210,7 @@ static void pull_end(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_h
 
 static bool take_rwqe(struct sv_qp *qp)
 {
-	if (!sv_qp_take_rwqe(qp, &qp->rctx.wqe.w))
+	if (!sv_qp_take_rwqe(qp, qp->rctx.wqe))
 		return false;
 	sv_resp_publish(qp, qp->rq.head + SV_MIRROR_N - 1);    /* the one the window reached */
 	qp->rctx.have_wqe = true;
@@ -632,7 +632,7 @@ void sv_resp_push_done(struct sv_qp *qp, struct sv_conn *c)
 static void recv_done_fill(struct sv_done_wc *d, const struct sv_qp *qp,
 			   const struct sv_wire_hdr *h)
 {
-	d->wr_id = qp->rctx.wqe.w.wr_id;
+	d->wr_id = qp->rctx.wqe->wr_id;
 	d->status = qp->rctx.status;
 	d->opcode = h->opcode == SV_OP_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
 	d->byte_len = qp->rctx.pull || qp->rctx.placed ? h->rlen : h->len;
@@ -818,17 +818,17 @@ void sv_resp_ud(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8_t *pa
 			      "%#x", h->src_qpn, h->qkey, qp->attr.qkey);
 		return;
 	}
-	if (!sv_qp_take_rwqe(qp, &qp->rctx.wqe.w)) {
+	if (!sv_qp_take_rwqe(qp, qp->rctx.wqe)) {
 		sv_qp_explain(qp, "UD datagram of %u bytes from QP %#x dropped: no receive posted",
 			      h->len, h->src_qpn);
 		return;
 	}
-	wc.wr_id = qp->rctx.wqe.w.wr_id;
+	wc.wr_id = qp->rctx.wqe->wr_id;
 	write_grh(qp, h, src, &grh);
 	/* translated and copied under one hold of the MR lock */
 	sv_mr_rdlock();
-	wc.status = sv_sges_translate(qp->ibqp.qp_base.pd, qp->rctx.wqe.w.sge,
-				      qp->rctx.wqe.w.num_sge, SV_LOCAL_WRITE, seg, &nseg, &total);
+	wc.status = sv_sges_translate(qp->ibqp.qp_base.pd, qp->rctx.wqe->sge,
+				      qp->rctx.wqe->num_sge, SV_LOCAL_WRITE, seg, &nseg, &total);
 	if (wc.status == IBV_WC_SUCCESS && total < SV_UD_GRH_LEN + (size_t)h->len) {
 		wc.status = IBV_WC_LOC_LEN_ERR;
 		sv_qp_explain(qp, "UD datagram from QP %#x: receive wr_id %llu holds %zu bytes, "

@@ -168,6 +168,19 @@ static int sq_init(struct sv_sq *sq, struct ibv_qp_cap *c, struct ibv_pd *pd)
 	return sq->buf ? 0 : ENOMEM;
 }
 
+/* The most SGEs a receive this QP takes can have: its own queue's, its
+ * SRQ's, or any an XRC target's requests name. */
+static uint32_t rwqe_sges(const struct ibv_qp_init_attr_ex *a)
+{
+	uint32_t n = a->cap.max_recv_sge;
+
+	if (is_xrc(a->qp_type))
+		n = SV_MAX_SGE;
+	else if (a->srq)
+		n = to_ssrq(a->srq)->rq.max_sge;
+	return n ? n : 1;
+}
+
 static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
 	struct ibv_qp_init_attr_ex in = *attr, *a = &in;    /* check_xrc drops parts */
@@ -180,11 +193,12 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 		errno = err;
 		return NULL;
 	}
-	qp = calloc(1, sizeof(*qp));
+	qp = calloc(1, sizeof(*qp) + sizeof(struct sv_rwqe) + rwqe_sges(a) * sizeof(struct sv_sge));
 	if (!qp) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	qp->rctx.wqe = (struct sv_rwqe *)(qp + 1);
 	qp->st = svst_alloc(SVST_QP);
 	qp->rq.st = &qp->st->rq;
 	err = sq_init(&qp->sq, &a->cap, a->pd);

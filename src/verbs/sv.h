@@ -480,10 +480,8 @@ struct sv_qp {
 		bool placed;             /* a placed SEND: its data is in (engine/placed.c) */
 		struct ibv_pd *pd;       /* its accesses are checked in (an XRC SRQ's) */
 		const void *conn;        /* the channel it came on */
-		union {
-			struct sv_rwqe w;
-			uint8_t raw[sizeof(struct sv_rwqe) + SV_MAX_SGE * sizeof(struct sv_sge)];
-		} wqe;
+		struct sv_rwqe *wqe;     /* the receive taken: room for its queue's SGEs,
+					  * allocated after the QP (qp_create) */
 	} rctx;
 	/* completer: the response being received on `out` */
 	struct {

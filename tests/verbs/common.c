@@ -334,10 +334,13 @@ void t_pair_close(struct t_pair *p)
 
 void t_srq_pair_open(struct t_srq_pair *s, uint32_t max_wr)
 {
-	struct ibv_srq_init_attr si = { .attr = { .max_wr = max_wr, .max_sge = 1 } };
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = max_wr } };
+	struct ibv_device_attr da;
 
 	memset(s, 0, sizeof(*s));
 	s->ctx = t_open();
+	CHECK_OK(ibv_query_device(s->ctx, &da));
+	si.attr.max_sge = (uint32_t)da.max_srq_sge;
 	s->pd = CHECK_PTR(ibv_alloc_pd(s->ctx));
 	s->srq = CHECK_PTR(ibv_create_srq(s->pd, &si));
 	t_ep_pair_srq(s->ctx, s->pd, s->srq, &s->a, &s->b);

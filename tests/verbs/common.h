@@ -237,7 +237,8 @@ struct ibv_qp_ex *t_pair_open_qp_ex(struct t_pair *p, const struct t_opts *o,
  * skipped), the channel if any, and closes the device. */
 void t_pair_close(struct t_pair *p);
 
-/* Open the device, a PD, an SRQ of `max_wr` one-SGE receives and the pair. */
+/* Open the device, a PD, an SRQ of `max_wr` receives of up to the device's
+ * max_srq_sge SGEs each (more than b's QP would take itself) and the pair. */
 void t_srq_pair_open(struct t_srq_pair *s, uint32_t max_wr);
 /* Destroys both endpoints, the SRQ and the PD; closes the device. */
 void t_srq_pair_close(struct t_srq_pair *s);
