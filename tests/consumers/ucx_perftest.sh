@@ -16,7 +16,12 @@ log=$(mktemp -d)
 trap 'kill "$srv" 2>/dev/null || true; rm -rf "$log"' EXIT
 timeout 90 "$bin/bin/softverbs" run ucx_perftest -p $port -t "$test" "$@" >"$log/server" 2>&1 &
 srv=$!
-sleep 2
+# (a fixed wait was too short on two loaded cores: the client found no listener)
+for _ in $(seq 1 300); do
+  ss -ltnH "sport = :$port" 2>/dev/null | grep -q . && break
+  kill -0 "$srv" 2>/dev/null || break
+  sleep 0.1
+done
 if ! timeout 60 "$bin/bin/softverbs" run ucx_perftest 127.0.0.1 -p $port -t "$test" "$@" >"$log/client" 2>&1; then
   echo "FAIL: client"; cat "$log/client"; echo "--- server"; cat "$log/server"; exit 1
 fi
