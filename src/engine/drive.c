@@ -140,6 +140,28 @@ static void socks_add(struct sv_cq *cq, struct sv_conn *c)
 		sv_conn_spin_off(c, true);
 }
 
+/*
+ * The hot channel (hot_read) leaves the CQ's epoll set while a poller
+ * spins on the CQ and reads it on every poll: each set a socket is in
+ * costs the peer's `send` a wake-up call per message on veth, where the
+ * sender's softirq runs our TCP input (docs/measurements.md, 'The hot
+ * socket out of its epoll sets').  It is back in the set before anyone
+ * could wait there for it: when the spin ends, a thread goes to sleep
+ * for the CQ, another channel becomes hot, or it stops bringing one
+ * message at a time.  drive_lock held.
+ */
+static void hot_in(struct sv_cq *cq)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = cq->hot };
+
+	if (!cq->hot_out)
+		return;
+	__atomic_store_n(&cq->hot_out, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->hot_steady, 0, __ATOMIC_RELAXED);
+	epoll_ctl(cq->drive_fd, EPOLL_CTL_ADD, cq->hot->h.fd, &ev);
+	sv_conn_spin_reads(cq->hot, false);
+}
+
 /* A ring channel: looked at by each poll while the CQ has few, on the
  * board beyond SOFTVERBS_BOARD_AFTER (drive_lock held). */
 static bool rings_add(struct sv_cq *cq, struct sv_conn *c)
@@ -211,9 +233,14 @@ void sv_engine_drive_register_also(struct sv_conn *c, struct sv_cq *cq)
 
 static void forget_in(struct sv_conn *c, struct sv_cq *cq)
 {
-	if (c->h.fd >= 0 && !epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL))
-		__atomic_sub_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&cq->drive_lock);
+	if (cq->hot == c && cq->hot_out) {       /* out of the set, still counted */
+		__atomic_store_n(&cq->hot_out, false, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
+		sv_conn_spin_reads(c, false);
+	} else if (c->h.fd >= 0 && !epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL)) {
+		__atomic_sub_fetch(&cq->drive_socks, 1, __ATOMIC_RELAXED);
+	}
 	if (conns_del(cq->rings, &cq->nrings, c))
 		conns_del(cq->scan, &cq->nscan, c);
 	if (conns_del(cq->socks, &cq->nsocks, c)) {
@@ -312,6 +339,10 @@ static bool cq_spin(struct sv_node *node, struct sv_cq *cq, bool on)
 	pthread_mutex_lock(&cq->drive_lock);
 	on = on && all_spin_take(cq->socks, cq->nsocks);
 	if (cq->spinning != on) {
+		if (!on) {                       /* a spin's 256 polls begin again */
+			hot_in(cq);
+			__atomic_store_n(&cq->hot_steady, 0, __ATOMIC_RELAXED);
+		}
 		__atomic_store_n(&cq->spinning, on, __ATOMIC_RELAXED);
 		socks_spin_off(cq, on);
 		__atomic_add_fetch(&drv.spinning, on ? 1 : -1, __ATOMIC_SEQ_CST);
@@ -472,9 +503,9 @@ int sv_engine_spin_tick(struct sv_node *node, uint64_t now)
 
 		if (__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED) &&
 		    now - __atomic_load_n(&cq->last_poll_ns, __ATOMIC_RELAXED) > SV_SPIN_STALE_NS) {
+			cq_spin(node, cq, false);    /* (its hot socket back in the set) */
 			if (input_waits(cq))
 				__atomic_store_n(&cq->spin_wander, SV_SPIN_WANDER, __ATOMIC_RELAXED);
-			cq_spin(node, cq, false);
 		}
 	}
 	pthread_mutex_unlock(&drv.lock);
@@ -812,6 +843,7 @@ int sv_engine_sleep_take(struct sv_cq *cq)
 	if (!__atomic_load_n(&cq->nsocks, __ATOMIC_ACQUIRE))
 		return -1;
 	pthread_mutex_lock(&cq->drive_lock);
+	hot_in(cq);                          /* it waits on the set */
 	if (cq->sleepers++ == 0)
 		socks_spin_off(cq, true);
 	pthread_mutex_unlock(&cq->drive_lock);
@@ -859,8 +891,11 @@ static void hot_set(struct sv_cq *cq, struct sv_conn *c)
 	pthread_mutex_lock(&cq->drive_lock);
 	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) &&
 	    (__atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE) == cq ||
-	     __atomic_load_n(&c->qc->drive_cq2, __ATOMIC_ACQUIRE) == cq))
+	     __atomic_load_n(&c->qc->drive_cq2, __ATOMIC_ACQUIRE) == cq)) {
+		hot_in(cq);
+		__atomic_store_n(&cq->hot_steady, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&cq->hot, c, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&cq->drive_lock);
 }
 
@@ -899,14 +934,89 @@ static bool bulk_wait(struct sv_cq *cq, struct sv_conn *c)
 	return false;
 }
 
-/* Read the hot channel instead of asking epoll?  Then true. */
+static void hot_back(struct sv_cq *cq)
+{
+	pthread_mutex_lock(&cq->drive_lock);
+	hot_in(cq);
+	pthread_mutex_unlock(&cq->drive_lock);
+}
+
+/* Make `c` the CQ's hot channel, out of its set (hot_in's rules), unless
+ * another one is out. */
+static void hot_out_of(struct sv_cq *cq, struct sv_conn *c)
+{
+	pthread_mutex_lock(&cq->drive_lock);
+	if (cq->spinning && !cq->sleepers && !cq->hot_out &&
+	    !__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) &&
+	    (__atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE) == cq ||
+	     __atomic_load_n(&c->qc->drive_cq2, __ATOMIC_ACQUIRE) == cq)) {
+		__atomic_store_n(&cq->hot, c, __ATOMIC_RELEASE);
+		if (!epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL)) {
+			__atomic_store_n(&cq->hot_out, true, __ATOMIC_RELAXED);
+			sv_conn_spin_reads(c, true);
+		}
+	}
+	pthread_mutex_unlock(&cq->drive_lock);
+}
+
+/* ... of both its CQs: the application may wait for its input on either
+ * (a SEND's completion comes with the peer's answer), and each set the
+ * socket is in costs the peer's send. */
+static void hot_out_of_both(struct sv_cq *cq, struct sv_conn *c)
+{
+	struct sv_cq *a = __atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE);
+	struct sv_cq *b = __atomic_load_n(&c->qc->drive_cq2, __ATOMIC_ACQUIRE);
+
+	hot_out_of(cq, c);
+	if (a && a != cq)
+		hot_out_of(a, c);
+	if (b && b != cq)
+		hot_out_of(b, c);
+}
+
+/* Has the hot channel been the CQ's hot one for SV_HOT_STEADY polls of
+ * one spin?  Only then does it leave the sets: channels of several QPs
+ * that take turns as the hot one, or a spin that ends at every message,
+ * would pay epoll_ctl calls at every turn. */
+#define SV_HOT_STEADY 256
+
+static bool steady(struct sv_cq *cq)
+{
+	uint32_t k = __atomic_load_n(&cq->hot_steady, __ATOMIC_RELAXED);
+
+	if (k >= SV_HOT_STEADY)
+		return true;
+	__atomic_store_n(&cq->hot_steady, k + 1, __ATOMIC_RELAXED);
+	return false;
+}
+
+/* Read the hot channel instead of asking epoll?  Then true.  Out of the
+ * set it is read on every poll, and epoll asked every SV_HOT_EVERY-th
+ * only for the CQ's other sockets, if it has any. */
 static bool hot_read(struct sv_cq *cq)
 {
 	struct sv_conn *hot;
+	bool out;
 
 	if (!__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED) ||
-	    !(hot = __atomic_load_n(&cq->hot, __ATOMIC_ACQUIRE)) || !one_at_a_time(hot) ||
-	    !epoll_spared(&cq->hot_polls))
+	    !(hot = __atomic_load_n(&cq->hot, __ATOMIC_ACQUIRE)))
+		return false;
+	out = __atomic_load_n(&cq->hot_out, __ATOMIC_RELAXED);
+	if (!one_at_a_time(hot)) {
+		if (out)
+			hot_back(cq);
+		return false;
+	}
+	if (!out && steady(cq)) {
+		hot_out_of_both(cq, hot);
+		out = __atomic_load_n(&cq->hot_out, __ATOMIC_RELAXED);
+	}
+	if (out) {
+		drive_one(hot);
+		return __atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED) == 1 ||
+		       epoll_spared(&cq->hot_polls);
+	}
+	if (!epoll_spared(&cq->hot_polls))
 		return false;
 	drive_one(hot);
 	return true;

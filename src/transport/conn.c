@@ -106,14 +106,38 @@ static uint32_t conn_events(struct sv_conn *c)
 	       (__atomic_load_n(&c->want_out, __ATOMIC_RELAXED) ? EPOLLOUT : 0);
 }
 
+/* The progress thread's events for the channel, as they are now
+ * (watch_lock held).  A socket a spinning poller reads on every poll
+ * leaves the set while those events are none: an entry, even one that
+ * masks every event, costs the peer's `send` a wake-up call per message
+ * on veth (docs/measurements.md, 'The hot socket out of its epoll sets').
+ * It is back in with its events as soon as it has any. */
+static void watch_apply(struct sv_conn *c)
+{
+	uint32_t events = conn_events(c);
+	bool out = !events && c->spin_reads;
+
+	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) || c->h.fd < 0)
+		return;
+	if (out == c->unwatched) {
+		if (!out)
+			sv_node_rewatch(c->node, &c->h, events);
+		return;
+	}
+	c->unwatched = out;
+	if (out)
+		sv_node_unwatch(c->node, &c->h);
+	else
+		sv_node_watch(c->node, &c->h, events);
+}
+
 /* The one place a started channel's events change.  Its owner (under
  * qp->lock) and a spinning poller (under the CQ's drive_lock) both change
  * them: under watch_lock the last writer sees every flag as it is now. */
 void sv_conn_rewatch(struct sv_conn *c)
 {
 	pthread_mutex_lock(&c->watch_lock);
-	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) && c->h.fd >= 0)
-		sv_node_rewatch(c->node, &c->h, conn_events(c));
+	watch_apply(c);
 	pthread_mutex_unlock(&c->watch_lock);
 }
 
@@ -177,8 +201,19 @@ void sv_conn_spin_off(struct sv_conn *c, bool off)
 		return;
 	}
 	__atomic_store_n(&c->spin_off, c->spin_off + (off ? 1 : -1), __ATOMIC_RELAXED);
-	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) && c->spin_off == (off ? 1 : 0))
-		sv_node_rewatch(c->node, &c->h, conn_events(c));
+	if (c->spin_off == (off ? 1 : 0))
+		watch_apply(c);
+	pthread_mutex_unlock(&c->watch_lock);
+}
+
+void sv_conn_spin_reads(struct sv_conn *c, bool on)
+{
+	pthread_mutex_lock(&c->watch_lock);
+	if (on || c->spin_reads) {               /* unpaired: never below 0 */
+		c->spin_reads += on ? 1 : -1;
+		if (c->spin_reads == (on ? 1 : 0))
+			watch_apply(c);
+	}
 	pthread_mutex_unlock(&c->watch_lock);
 }
 

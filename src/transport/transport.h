@@ -181,6 +181,8 @@ struct sv_conn {
 	 * may load together. */
 	pthread_mutex_t watch_lock;  /* orders changes of the progress thread's events */
 	uint8_t spin_off;            /* input left to pollers spinning on its CQs (count) */
+	uint8_t spin_reads;          /* ... of which CQs read it on every poll (count) */
+	bool unwatched;              /* out of the progress thread's set meanwhile */
 	uint32_t deferred;           /* events left to the QP lock's holder (engine/recv.c) */
 
 	/* SOFTVERBS_FAULT's filter (transport/fault/), with SV_CAP_LOSSY; else NULL */
@@ -224,6 +226,10 @@ void sv_conn_pause(struct sv_conn *c, bool paused);
 /* A poller spinning on one of the channel's CQs takes its input (TCP
  * channels), or gives it back: calls pair up. */
 void sv_conn_spin_off(struct sv_conn *c, bool off);
+/* ... and reads it on every poll, out of its own epoll set, or no longer:
+ * calls pair up.  While any does and the progress thread wants none of
+ * its events, the socket is out of the progress thread's set too. */
+void sv_conn_spin_reads(struct sv_conn *c, bool on);
 /* Leave events to the application thread holding the QP lock (no events
  * for the progress thread meanwhile); it takes them, serves them, and
  * gives the channel back (sv_conn_rewatch). */

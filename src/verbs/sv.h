@@ -217,7 +217,9 @@ struct sv_cq {
 	int sleepers;                /* threads asleep for its event that took them (drive_lock) */
 	int sleep_pins;              /* sleepers holding a pointer to it (comp_channel.c) */
 	struct sv_conn *hot;         /* the one a spinning poller reads first (drive_lock) */
+	bool hot_out;                /* ... and its socket is out of drive_fd (drive_lock) */
 	uint32_t hot_polls;          /* polls that read it without asking epoll */
+	uint32_t hot_steady;         /* polls that read it since it became hot */
 	bool acks_held;              /* a channel here may hold an ACK (engine/xmit.c) */
 	bool found;                  /* the last poll found completions (drive.c) */
 	struct sv_list spin_link;    /* node's spinning CQs (node lock) */

@@ -1407,6 +1407,110 @@ static void case_bad_magic(void)
 	pass();
 }
 
+/* ---- 10: the hot socket out of its epoll sets ---- */
+
+/* Is `fd` in epoll set `epfd`?  (Read from fdinfo: asking epoll_ctl would
+ * change the entry.) */
+static bool in_set(int epfd, int fd)
+{
+	char path[64], line[256];
+	bool found = false;
+	FILE *f;
+	int tfd;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", epfd);
+	f = fopen(path, "r");
+	CHECK(f);
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "tfd: %d", &tfd) == 1 && tfd == fd;
+	fclose(f);
+	return found;
+}
+
+/* Under the CQ's drive_lock (the progress thread's tick may end a spin
+ * at any time): the socket is out of the CQ's set and the progress
+ * thread's exactly while the CQ's spinning poller reads it on every
+ * poll.  Returns whether it is. */
+static bool hot_is_out(struct sv_cq *cq, struct sv_conn *c)
+{
+	bool out;
+
+	pthread_mutex_lock(&cq->drive_lock);
+	out = cq->hot_out;
+	EXPECT_EQ(in_set(cq->drive_fd, c->h.fd), !out);
+	EXPECT_EQ(in_set(G.node->epfd, c->h.fd), !out);
+	if (out) {
+		CHECK(cq->spinning && !cq->sleepers && cq->hot == c);
+		EXPECT_EQ(c->spin_reads, 1);
+	}
+	pthread_mutex_unlock(&cq->drive_lock);
+	return out;
+}
+
+/* Spin and poll the CQ until its hot channel is out of the sets: a
+ * thousand polls at most (256 make it steady). */
+static bool poll_until_out(struct sv_cq *cq, struct sv_conn *c)
+{
+	for (int i = 0; i < 1000; i++) {
+		sv_engine_spin_start(G.node, cq);
+		pthread_mutex_lock(&cq->drive_lock);
+		if (cq->spinning)
+			__atomic_store_n(&cq->hot, c, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&cq->drive_lock);
+		sv_engine_drive(G.node, cq);
+		if (hot_is_out(cq, c))
+			return i >= 255;
+	}
+	return false;
+}
+
+static void case_hot_out(void)
+{
+	struct ibv_cq *ibcq;
+	struct sv_cq *cq;
+	struct sv_conn *c;
+	int fd, in;
+
+	begin("10 the hot socket out of its epoll sets");
+	ibcq = ibv_create_cq(G.ctx, 16, NULL, NULL, 0);
+	CHECK(ibcq);
+	cq = to_scq(ibcq);
+	/* an inbound TCP channel of no QP (pollers skip it), started (the
+	 * progress thread watches it) and the CQ's, in a steady ping-pong */
+	tcp_pair(0, &fd, &in);
+	c = sv_conn_new(G.node, in, false, true, &sv_tcp_ops);
+	CHECK(c && sv_conn_start(c) == 0);
+	sv_engine_drive_register(c, cq);
+	__atomic_store_n(&c->qc->ack_streak, SV_ACK_STREAK, __ATOMIC_RELAXED);
+	CHECK(!hot_is_out(cq, c));
+
+	CHECK(poll_until_out(cq, c));         /* steady: out of both sets */
+	sv_engine_spin_end(G.node, cq);       /* a poll found completions */
+	CHECK(!hot_is_out(cq, c));
+	EXPECT_EQ(c->spin_reads, 0);
+
+	CHECK(poll_until_out(cq, c));
+	__atomic_store_n(&c->qc->ack_streak, 0, __ATOMIC_RELAXED);
+	sv_engine_drive(G.node, cq);          /* no longer one message at a time */
+	CHECK(!hot_is_out(cq, c));
+	__atomic_store_n(&c->qc->ack_streak, SV_ACK_STREAK, __ATOMIC_RELAXED);
+
+	CHECK(poll_until_out(cq, c));
+	CHECK(sv_engine_sleep_take(cq) == cq->drive_fd);   /* a sleeper waits on the set */
+	CHECK(!hot_is_out(cq, c));
+	sv_engine_sleep_give(cq);
+
+	CHECK(poll_until_out(cq, c));
+	sv_engine_drive_forget(c);            /* still counted while out */
+	EXPECT_EQ(__atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED), 0);
+	CHECK(!in_set(cq->drive_fd, c->h.fd));
+	sv_engine_spin_end(G.node, cq);
+	tcp_conn_free(c);
+	close(fd);
+	CHECK(ibv_destroy_cq(ibcq) == 0);
+	pass();
+}
+
 int main(void)
 {
 	struct ibv_device **list;
@@ -1443,6 +1547,7 @@ int main(void)
 	case_read_window();
 	case_lowat();
 	case_bad_magic();
+	case_hot_out();
 
 	case_name = "teardown";
 	CHECK(ibv_dereg_mr(G.mr) == 0);
