@@ -884,14 +884,21 @@ void sv_engine_cq_sleep(struct sv_node *node, struct sv_cq *cq)
  */
 #define SV_HOT_EVERY 8
 
+/* Is `c` still open and one of the CQ's channels?  (drive_lock held: it
+ * may have left since a poller found it.) */
+static bool still_of(struct sv_conn *c, struct sv_cq *cq)
+{
+	return !__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) &&
+	       (__atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE) == cq ||
+		__atomic_load_n(&c->qc->drive_cq2, __ATOMIC_ACQUIRE) == cq);
+}
+
 static void hot_set(struct sv_cq *cq, struct sv_conn *c)
 {
 	if (__atomic_load_n(&cq->hot, __ATOMIC_RELAXED) == c || !(sv_conn_caps(c) & SV_CAP_SPIN_TAKE))
 		return;
 	pthread_mutex_lock(&cq->drive_lock);
-	if (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) &&
-	    (__atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE) == cq ||
-	     __atomic_load_n(&c->qc->drive_cq2, __ATOMIC_ACQUIRE) == cq)) {
+	if (still_of(c, cq)) {
 		hot_in(cq);
 		__atomic_store_n(&cq->hot_steady, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&cq->hot, c, __ATOMIC_RELEASE);
@@ -946,10 +953,7 @@ static void hot_back(struct sv_cq *cq)
 static void hot_out_of(struct sv_cq *cq, struct sv_conn *c)
 {
 	pthread_mutex_lock(&cq->drive_lock);
-	if (cq->spinning && !cq->sleepers && !cq->hot_out &&
-	    !__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) &&
-	    (__atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE) == cq ||
-	     __atomic_load_n(&c->qc->drive_cq2, __ATOMIC_ACQUIRE) == cq)) {
+	if (cq->spinning && !cq->sleepers && !cq->hot_out && still_of(c, cq)) {
 		__atomic_store_n(&cq->hot, c, __ATOMIC_RELEASE);
 		if (!epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL)) {
 			__atomic_store_n(&cq->hot_out, true, __ATOMIC_RELAXED);
@@ -962,15 +966,14 @@ static void hot_out_of(struct sv_cq *cq, struct sv_conn *c)
 /* ... of both its CQs: the application may wait for its input on either
  * (a SEND's completion comes with the peer's answer), and each set the
  * socket is in costs the peer's send. */
-static void hot_out_of_both(struct sv_cq *cq, struct sv_conn *c)
+static void hot_out_of_both(struct sv_conn *c)
 {
 	struct sv_cq *a = __atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE);
 	struct sv_cq *b = __atomic_load_n(&c->qc->drive_cq2, __ATOMIC_ACQUIRE);
 
-	hot_out_of(cq, c);
-	if (a && a != cq)
+	if (a)
 		hot_out_of(a, c);
-	if (b && b != cq)
+	if (b && b != a)
 		hot_out_of(b, c);
 }
 
@@ -1008,7 +1011,7 @@ static bool hot_read(struct sv_cq *cq)
 		return false;
 	}
 	if (!out && steady(cq)) {
-		hot_out_of_both(cq, hot);
+		hot_out_of_both(hot);
 		out = __atomic_load_n(&cq->hot_out, __ATOMIC_RELAXED);
 	}
 	if (out) {
