@@ -11,6 +11,7 @@
 #   make stamps      build-stamps/lib: the libraries with TSC stamps (bench/stamps.py)
 #   make deps        install every Debian package the project uses
 #   make lint        shellcheck the shell scripts, check the layering of src/
+#                    and that the libraries make no cancellation points (tools/nocancel.sh)
 #   make install     libraries to PREFIX/lib/softverbs, softverbs to PREFIX/bin (DESTDIR too)
 #   make uninstall   remove exactly what make install put
 #   make clean       remove the build directories
@@ -77,6 +78,7 @@ lint:
 	  echo "make lint: shellcheck is not installed (apt-get install shellcheck)"; exit 1; \
 	fi
 	@bash tools/layering.sh
+	@bash tools/nocancel.sh
 
 # cmake --install honours DESTDIR from the environment and writes the list of
 # installed files to the build directory; uninstall removes exactly those.

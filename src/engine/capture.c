@@ -61,6 +61,7 @@ static struct {
 	FILE *file;
 	bool failed;                  /* the file could not be made: said once */
 	pid_t pid;                    /* the file's process (a fork opens its own) */
+	int cancel_old;               /* the holder's cancel state (cap_begin) */
 	struct cap_qp *qps[CAP_BUCKETS];
 	uint8_t pkt[SV_ROCE_MAX_PKT];
 } cap = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -427,11 +428,25 @@ static void emit_frame(struct cap_ctx *x, const struct sv_wire_hdr *h, const str
 		emit_request(x, h, iov, n, len);
 }
 
+/* The hooks run inside verbs that hold QP locks: stdio's writes must not
+ * be cancellation points there (util/sys.h). */
+static void cap_begin(void)
+{
+	int old;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	pthread_mutex_lock(&cap.lock);
+	cap.cancel_old = old;
+}
+
 static void cap_end(void)
 {
+	int old = cap.cancel_old;
+
 	if (cap.file)
-		fflush(cap.file);
+		fflush(cap.file);    /* cancellation off (cap_begin) */
 	pthread_mutex_unlock(&cap.lock);
+	pthread_setcancelstate(old, NULL);
 }
 
 /* ---- the hooks (engine/capture.h); the QP's lock is held ---- */
@@ -456,7 +471,7 @@ void sv_capture_tx(struct sv_conn *c, const struct sv_txframe *f, ssize_t wrote)
 		iov = pulled;
 		len = h.rlen;
 	}
-	pthread_mutex_lock(&cap.lock);
+	cap_begin();
 	ctx_init(&x, c->qc->qp, true);
 	if (x.q)
 		emit_frame(&x, &h, iov, n, len);
@@ -476,7 +491,7 @@ void sv_capture_rx(struct sv_conn *c)
 	 * means something else on a HELLO_ACK, which is no packet at all */
 	if ((h->flags & SV_WF_PULL) && sv_op_info(h->opcode) &&
 	    (sv_op_info(h->opcode)->flags & SV_OPF_RECV)) {
-		pthread_mutex_lock(&cap.lock);
+		cap_begin();
 		ctx_init(&x, c->qc->qp, false);
 		if (x.q) {
 			x.q->pull_hdr = *h;
@@ -487,7 +502,7 @@ void sv_capture_rx(struct sv_conn *c)
 	}
 	sv_mr_rdlock();                    /* the payload is in registered memory */
 	have = !pl->discard && pl->epoch == sv_mr_epoch;
-	pthread_mutex_lock(&cap.lock);
+	cap_begin();
 	ctx_init(&x, c->qc->qp, false);
 	if (x.q)
 		emit_frame(&x, h, have ? pl->seg : NULL, have ? pl->nseg : 0, h->len);
@@ -499,7 +514,7 @@ void sv_capture_ack_word(struct sv_qp *qp, uint32_t psn, bool tx)
 {
 	struct cap_ctx x;
 
-	pthread_mutex_lock(&cap.lock);
+	cap_begin();
 	ctx_init(&x, qp, tx);
 	if (x.q)
 		emit_ack(&x, tx ? &x.q->rq : &x.q->sq, psn);
@@ -510,7 +525,7 @@ void sv_capture_pulled(struct sv_qp *qp, const struct iovec *dst, int n)
 {
 	struct cap_qp *q;
 
-	pthread_mutex_lock(&cap.lock);
+	cap_begin();
 	q = cap_qp(qp->ibqp.qp_base.qp_num);
 	if (q && q->pull_pending)
 		pull_flush(qp, q, dst, n);
@@ -530,7 +545,7 @@ void sv_capture_direct(struct sv_qp *qp, const struct sv_direct *d)
 	uint64_t orig = 0;
 	struct sv_roce_pkt p;
 
-	pthread_mutex_lock(&cap.lock);
+	cap_begin();
 	ctx_init(&x, qp, true);
 	ctx_init(&y, qp, false);
 	if (!x.q)
@@ -593,7 +608,7 @@ void sv_capture_placed(struct sv_qp *qp, const struct sv_wire_hdr *h, const stru
 {
 	struct cap_ctx x, y;
 
-	pthread_mutex_lock(&cap.lock);
+	cap_begin();
 	ctx_init(&x, qp, true);
 	ctx_init(&y, qp, false);
 	if (x.q)
@@ -614,7 +629,7 @@ void sv_capture_placed_rx(struct sv_qp *qp, const struct sv_wire_hdr *h)
 	if (h->rlen && sv_sges_translate(qp->rctx.pd, &sge, 1, SV_LOCAL_WRITE, seg, &n, &total) !=
 	    IBV_WC_SUCCESS)
 		n = 0;
-	pthread_mutex_lock(&cap.lock);
+	cap_begin();
 	ctx_init(&x, qp, false);
 	ctx_init(&y, qp, true);
 	if (x.q)
@@ -646,7 +661,7 @@ void sv_capture_ud_tx(struct sv_qp *qp, const struct sv_wire_hdr *h, const struc
 
 	if (n < 0 || !sv_wire_decode(&s))
 		return;                    /* not sent */
-	pthread_mutex_lock(&cap.lock);
+	cap_begin();
 	ctx_init(&x, qp, true);
 	if (x.q) {
 		x.t.dip = dst.s_addr;
@@ -667,7 +682,7 @@ void sv_capture_ud_rx(struct sv_qp *qp, const struct sv_wire_hdr *h, const uint8
 	struct iovec one = { (void *)payload, h->len };
 	struct cap_ctx x;
 
-	pthread_mutex_lock(&cap.lock);
+	cap_begin();
 	ctx_init(&x, qp, false);
 	if (x.q) {
 		x.t.sip = src.s_addr;

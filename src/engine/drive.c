@@ -38,6 +38,7 @@
 
 #include "engine/engine.h"
 #include "util/env.h"
+#include "util/sys.h"
 #include "util/time.h"
 #include "util/stamp.h"
 
@@ -481,7 +482,7 @@ static bool input_waits(struct sv_cq *cq)
 {
 	struct epoll_event ev;
 
-	return epoll_wait(cq->drive_fd, &ev, 1, 0) > 0;
+	return sv_epoll_wait(cq->drive_fd, &ev, 1, 0) > 0;
 }
 
 /* Progress thread, while CQs spin: end the spins nobody polls any more
@@ -1067,7 +1068,7 @@ void sv_engine_drive(struct sv_node *node, struct sv_cq *cq)
 	n = 0;
 	if (__atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED)) {
 		if (!hot_read(cq) && !dgram_rings_read(node, cq))
-			n = epoll_wait(cq->drive_fd, evs, 16, 0);
+			n = sv_epoll_wait(cq->drive_fd, evs, 16, 0);
 		/* a fresher stamp than sv_engine_polling's keeps the progress
 		 * thread from ending a live spin (spin_reap) whose polls read
 		 * much; but the clock costs a tenth of an empty look at a

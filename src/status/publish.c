@@ -22,6 +22,7 @@
 
 #include "status/publish.h"
 #include "util/log.h"
+#include "util/sys.h"
 
 #define MAP_BYTES ((size_t)SVST_HDR_SIZE + (size_t)SVST_MAX_SLOTS * SVST_SLOT_SIZE)
 
@@ -61,13 +62,13 @@ static int open_dir(uid_t uid)
 	snprintf(path, sizeof(path), SVST_DIR_FMT, (unsigned)uid);
 	if (mkdir(path, 0700) && errno != EEXIST)
 		return -1;
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = sv_open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) || st.st_uid != uid || (st.st_mode & 077)) {
 		sv_info("status: %s is not a private directory of uid %u: not published",
 			path, (unsigned)uid);
-		close(fd);
+		sv_close(fd);
 		return -1;
 	}
 	return fd;
@@ -119,7 +120,7 @@ static bool create_file(const char *device, uint32_t addr)
 	snprintf(tmp, sizeof(tmp), ".%d.new", (int)pub.pid);
 	snprintf(pub.name, sizeof(pub.name), "%d", (int)pub.pid);
 	unlinkat(pub.dirfd, tmp, 0);        /* a dead process of the same pid left it */
-	fd = openat(pub.dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = sv_openat(pub.dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return false;
 	map = MAP_FAILED;
@@ -129,14 +130,14 @@ static bool create_file(const char *device, uint32_t addr)
 	if (map == MAP_FAILED) {
 		sv_info("status: cannot create its file: %s", strerror(errno));
 		unlinkat(pub.dirfd, tmp, 0);
-		close(fd);
+		sv_close(fd);
 		return false;
 	}
 	fill_header(map, device, addr);
 	if (renameat(pub.dirfd, tmp, pub.dirfd, pub.name)) {
 		munmap(map, MAP_BYTES);
 		unlinkat(pub.dirfd, tmp, 0);
-		close(fd);
+		sv_close(fd);
 		return false;
 	}
 	/* The descriptor stays open: it holds the lock that says we live. */

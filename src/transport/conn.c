@@ -19,6 +19,7 @@
 #include "transport/transport.h"
 #include "util/guard.h"
 #include "util/log.h"
+#include "util/sys.h"
 
 /* Socket options for a stream channel (TCP or unix: the TCP ones fail
  * harmlessly on a unix socket). */
@@ -88,7 +89,7 @@ void sv_conn_free_unstarted(struct sv_conn *c)
 {
 	c->node->up->chan_free(c);
 	sv_fault_stream_free(c);
-	close(c->h.fd);
+	sv_close(c->h.fd);
 	pthread_mutex_destroy(&c->watch_lock);
 	free(c);
 }
@@ -149,7 +150,7 @@ void sv_conn_drop_socket(struct sv_conn *c)
 	pthread_mutex_lock(&c->watch_lock);     /* no rewatch of a reused fd */
 	if (c->h.fd >= 0) {
 		sv_node_unwatch(c->node, &c->h);
-		close(c->h.fd);
+		sv_close(c->h.fd);
 		c->h.fd = -1;
 	}
 	pthread_mutex_unlock(&c->watch_lock);
@@ -221,14 +222,14 @@ void sv_conn_drop_rx_fds(struct sv_conn *c)
 {
 	for (int i = 0; i < c->n_rx_fds; i++)
 		if (c->rx_fds[i] >= 0)          /* (-1: taken) */
-			close(c->rx_fds[i]);
+			sv_close(c->rx_fds[i]);
 	c->n_rx_fds = 0;
 }
 
 void sv_conn_drop_tx_fds(struct sv_conn *c)
 {
 	for (int i = 0; i < c->n_tx_fds; i++)
-		close(c->tx_fds[i]);
+		sv_close(c->tx_fds[i]);
 	c->n_tx_fds = 0;
 }
 
@@ -250,7 +251,7 @@ void sv_conn_close(struct sv_conn *c)
 	if (c->peer_wake_fd >= 0 && c->shm_peer)
 		sv_shm_peer_wake_put(c->shm_peer, c->peer_wake_fd);
 	else if (c->peer_wake_fd >= 0)
-		close(c->peer_wake_fd);
+		sv_close(c->peer_wake_fd);
 	c->peer_wake_fd = -1;
 	pthread_mutex_lock(&node->lock);
 	sv_list_del(&c->shm_link);
@@ -361,7 +362,7 @@ ssize_t sv_conn_read(struct sv_conn *c, void *buf, size_t len)
 static void accept_all(struct sv_pgroup *g, int lfd, const struct sv_chan_ops *ops)
 {
 	for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = sv_accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct sv_conn *c;
 
 		if (fd < 0) {
@@ -369,12 +370,12 @@ static void accept_all(struct sv_pgroup *g, int lfd, const struct sv_chan_ops *o
 			return;
 		}
 		if (!sv_node_pending_room(g)) {
-			close(fd);       /* left queued, it would keep the listener ready */
+			sv_close(fd);       /* left queued, it would keep the listener ready */
 			continue;
 		}
 		c = sv_conn_new(g->node, fd, false, true, ops);
 		if (!c) {
-			close(fd);
+			sv_close(fd);
 			continue;
 		}
 		if (ops == &sv_tcp_ops)

@@ -18,6 +18,7 @@
 
 #include "transport/node.h"
 #include "transport/transport.h"
+#include "util/sys.h"
 #include "util/time.h"
 
 #define SV_LINGER_NS (2000ull * 1000 * 1000)
@@ -33,7 +34,7 @@ struct sv_linger {
 static void linger_free(struct sv_linger *l)
 {
 	sv_node_unwatch(l->node, &l->h);
-	close(l->h.fd);
+	sv_close(l->h.fd);
 	free(l);
 }
 
@@ -53,7 +54,7 @@ static void on_linger(struct sv_handler *h, uint32_t events)
 	ssize_t r;
 
 	(void)events;
-	while ((r = recv(h->fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+	while ((r = sv_recv(h->fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
 		;
 	if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
 		linger_end(l);

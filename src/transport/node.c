@@ -161,7 +161,7 @@ void sv_node_kick(struct sv_node *node)
 {
 	uint64_t one = 1;
 
-	if (!on_progress_thread && write(node->wake_h.fd, &one, sizeof(one)) < 0)
+	if (!on_progress_thread && sv_write(node->wake_h.fd, &one, sizeof(one)) < 0)
 		sv_err("wake: %s", strerror(errno));
 }
 
@@ -169,7 +169,7 @@ static void on_wake(struct sv_handler *h, uint32_t events)
 {
 	uint64_t v;
 
-	if (read(h->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+	if (sv_read(h->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		sv_err("wake read: %s", strerror(errno));
 }
 
@@ -178,19 +178,24 @@ static void on_wake(struct sv_handler *h, uint32_t events)
 void sv_node_sync(struct sv_node *node, void (*fn)(void *), void *arg)
 {
 	struct sv_cmd cmd = { .fn = fn, .arg = arg };
+	int old;
 
 	if (on_progress_thread || node->forked) {
 		fn(arg);
 		return;
 	}
+	/* the caller may hold QP locks, and `cmd` is listed until done: not a
+	 * cancellation point (util/sys.h) */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	pthread_mutex_lock(&node->lock);
 	sv_list_add_tail(&node->cmds, &cmd.link);
 	pthread_mutex_unlock(&node->lock);
 	sv_node_kick(node);
 	pthread_mutex_lock(&node->lock);
 	while (!cmd.done)
-		pthread_cond_wait(&node->cond, &node->lock);
+		pthread_cond_wait(&node->cond, &node->lock);    /* cancellation off */
 	pthread_mutex_unlock(&node->lock);
+	pthread_setcancelstate(old, NULL);
 }
 
 static void run_cmds(struct sv_node *node)
@@ -463,7 +468,7 @@ static void *progress_main(void *arg)
 			timeout = again;
 			set_sleep(node, timeout);
 		}
-		n = epoll_wait(node->epfd, evs, 64, timeout);
+		n = sv_epoll_wait(node->epfd, evs, 64, timeout);
 		__atomic_store_n(&node->sleep_until, 0, __ATOMIC_SEQ_CST);   /* awake */
 
 		for (int i = 0; i < n; i++) {
@@ -485,22 +490,22 @@ static void close_group(struct sv_node *node, struct sv_pgroup *g)
 {
 	if (g->listen_h.fd >= 0) {
 		sv_node_unwatch(node, &g->listen_h);
-		close(g->listen_h.fd);
+		sv_close(g->listen_h.fd);
 	}
 	if (g->udp_h.fd >= 0) {
 		sv_node_unwatch(node, &g->udp_h);
-		close(g->udp_h.fd);
+		sv_close(g->udp_h.fd);
 	}
 	if (g->unix_h.fd >= 0) {
 		sv_node_unwatch(node, &g->unix_h);
-		close(g->unix_h.fd);
+		sv_close(g->unix_h.fd);
 	}
 	if (g->ud_h.fd >= 0) {
 		sv_node_unwatch(node, &g->ud_h);
-		close(g->ud_h.fd);
+		sv_close(g->ud_h.fd);
 	}
 	if (g->mcast_fd >= 0)
-		close(g->mcast_fd);
+		sv_close(g->mcast_fd);
 	free(g);
 }
 
@@ -523,7 +528,7 @@ static int open_udp(struct sv_node *node, uint16_t port)
 	if (bind_in(fd, node->addr, port)) {
 		int e = errno;
 
-		close(fd);
+		sv_close(fd);
 		return -e;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
@@ -722,9 +727,9 @@ static struct sv_node *node_create(const struct sv_upcalls *up)
 	    pthread_create(&node->thread, NULL, progress_main, node)) {
 		sv_shm_life_close(node);
 		if (node->epfd >= 0)
-			close(node->epfd);
+			sv_close(node->epfd);
 		if (node->wake_h.fd >= 0)
-			close(node->wake_h.fd);
+			sv_close(node->wake_h.fd);
 		free(node->udp_buf);
 		sv_dgrings_free(node);
 		sv_fault_dgram_free(node);
@@ -740,8 +745,12 @@ static void node_destroy(struct sv_node *node)
 
 	__atomic_store_n(&node->stop, true, __ATOMIC_RELEASE);
 	if (!node->forked) {
+		int old;
+
 		sv_node_kick(node);
-		pthread_join(node->thread, NULL);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+		pthread_join(node->thread, NULL);    /* cancellation off */
+		pthread_setcancelstate(old, NULL);
 	}
 	sv_list_for_each_safe(pos, tmp, &node->pending)
 		sv_conn_close(sv_container_of(pos, struct sv_conn, node_link));
@@ -752,8 +761,8 @@ static void node_destroy(struct sv_node *node)
 		close_group(node, node->groups[i]);
 	free(node->groups);
 	sv_shm_life_close(node);
-	close(node->wake_h.fd);
-	close(node->epfd);
+	sv_close(node->wake_h.fd);
+	sv_close(node->epfd);
 	free(node->udp_buf);
 	sv_fault_dgram_free(node);
 	pthread_mutex_destroy(&node->lock);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "util/cap.h"
+#include "util/sys.h"
 
 static bool effective_net_raw(void)
 {
@@ -25,17 +26,17 @@ static bool effective_net_raw(void)
 static bool userns_governs_netns(void)
 {
 	struct stat self, st;
-	int net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC), owner, up;
+	int net = sv_open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC), owner, up;
 	bool ok = false;
 
 	if (net < 0)
 		return false;
 	owner = stat("/proc/self/ns/user", &self) ? -1 : ioctl(net, NS_GET_USERNS);
-	close(net);
+	sv_close(net);
 	while (owner >= 0 && !ok) {
 		ok = !fstat(owner, &st) && st.st_dev == self.st_dev && st.st_ino == self.st_ino;
 		up = ok ? -1 : ioctl(owner, NS_GET_PARENT);
-		close(owner);
+		sv_close(owner);
 		owner = up;
 	}
 	return ok;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/env.h"
+#include "util/sys.h"
 
 const char *sv_env_str(const char *name)
 {
@@ -245,7 +246,10 @@ static void fault_env_read(void)
 
 	if (s && sv_fault_parse(s, fault_env, err, sizeof(err))) {
 		/* always said: a test that meant faults must not run without */
-		fprintf(stderr, "softverbs: SOFTVERBS_FAULT=\"%s\": %s\n", s, err);
+		char line[512];
+		int n = snprintf(line, sizeof(line), "softverbs: SOFTVERBS_FAULT=\"%s\": %s\n", s, err);
+
+		(void)!sv_write(STDERR_FILENO, line, n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1);
 		fault_env_bad = true;
 	}
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "util/evfd.h"
+#include "util/sys.h"
 #include "util/time.h"
 
 int sv_evfd_init(struct sv_evfd *e)
@@ -21,7 +22,7 @@ void sv_evfd_set(struct sv_evfd *e)
 {
 	uint64_t one = 1;
 
-	if (!e->set && write(e->fd, &one, sizeof(one)) == sizeof(one))
+	if (!e->set && sv_write(e->fd, &one, sizeof(one)) == sizeof(one))
 		e->set = true;
 }
 
@@ -32,7 +33,7 @@ void sv_evfd_clear(struct sv_evfd *e)
 
 	/* a wake-up may have been written meanwhile: poll first so that a read
 	 * can never block */
-	if (poll(&p, 1, 0) == 1 && read(e->fd, &v, sizeof(v)) != sizeof(v))
+	if (sv_poll_now(&p, 1) == 1 && sv_read(e->fd, &v, sizeof(v)) != sizeof(v))
 		return;
 	e->set = false;
 }
@@ -53,20 +54,20 @@ static bool wait_readable(struct sv_evfd *e, bool take)
 	uint64_t v;
 
 	if (!sv_evfd_blocking(e)) {
-		if (poll(&p, 1, 0) != 1) {
+		if (poll(&p, 1, 0) != 1) { /* cancellation point */
 			errno = EAGAIN;
 			return false;
 		}
-		return !take || read(e->fd, &v, sizeof(v)) == sizeof(v);
+		return !take || read(e->fd, &v, sizeof(v)) == sizeof(v); /* cancellation point */
 	}
 	/* Blocked as the kernel's read of a channel fd is: a signal ends the
 	 * wait with EINTR unless its handler asked for SA_RESTART (qperf stops
 	 * a test from a SIGALRM handler without it; MPI launchers' SIGCHLD
 	 * handlers ask for it).  The read takes the counter; unless taking,
 	 * it goes back at once (clearing it is sv_evfd_clear's). */
-	if (read(e->fd, &v, sizeof(v)) != sizeof(v))
+	if (read(e->fd, &v, sizeof(v)) != sizeof(v)) /* cancellation point */
 		return false;
-	return take || write(e->fd, &v, sizeof(v)) == sizeof(v);
+	return take || sv_write(e->fd, &v, sizeof(v)) == sizeof(v);
 }
 
 bool sv_evfd_wait(struct sv_evfd *e)
@@ -132,7 +133,7 @@ bool sv_evfd_wait_or(struct sv_evfd *e, struct pollfd *p, int n)
 {
 	p[n] = (struct pollfd){ .fd = e->fd, .events = POLLIN };
 	for (;;) {
-		if (poll(p, (nfds_t)n + 1, -1) > 0)
+		if (poll(p, (nfds_t)n + 1, -1) > 0) /* cancellation point */
 			return true;
 		if (errno != EINTR || !handlers_restart())
 			return false;

@@ -1,9 +1,11 @@
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "util/env.h"
 #include "util/log.h"
+#include "util/sys.h"
 
 int sv_debug_level;
 
@@ -20,7 +22,10 @@ void sv_log_print(int level, const char *fmt, ...)
 
 	n = snprintf(buf, sizeof(buf), "softverbs[%d]: ", (int)getpid());
 	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
+	vsnprintf(buf + n, sizeof(buf) - 1 - n, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "%s\n", buf);
+	/* one write, not stdio's (a cancellation point; util/sys.h) */
+	n = (int)strlen(buf);
+	buf[n++] = '\n';
+	(void)!sv_write(STDERR_FILENO, buf, (size_t)n);
 }

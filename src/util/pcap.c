@@ -30,8 +30,8 @@ FILE *sv_pcap_create(const char *dir, const char *name)
 		errno = ENAMETOOLONG;
 		return NULL;
 	}
-	f = fopen(path, "we");
-	if (f && fwrite(&h, sizeof(h), 1, f) != 1) {
+	f = fopen(path, "we");    /* cancellation off (the capture's hooks) */
+	if (f && fwrite(&h, sizeof(h), 1, f) != 1) {    /* cancellation off */
 		fclose(f);
 		return NULL;
 	}
@@ -47,6 +47,6 @@ void sv_pcap_record(FILE *f, const uint8_t *pkt, size_t len)
 	r.sec = (uint32_t)ts.tv_sec;
 	r.nsec = (uint32_t)ts.tv_nsec;
 	r.caplen = r.len = (uint32_t)len;
-	fwrite(&r, sizeof(r), 1, f);
-	fwrite(pkt, 1, len, f);
+	fwrite(&r, sizeof(r), 1, f);    /* cancellation off (the capture's hooks) */
+	fwrite(pkt, 1, len, f);         /* cancellation off */
 }

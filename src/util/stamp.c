@@ -72,10 +72,12 @@ __attribute__((destructor)) static void stamps_write(void)
 	f = fopen(path, "w");
 	if (!f)
 		return;
-	fprintf(f, "# softverbs stamps: tsc thread point; ticks per ns %.6f\n",
+	/* (at exit, nothing held: each is a cancellation point) */
+	fprintf(f, "# softverbs stamps: tsc thread point; ticks per ns %.6f\n",    /* cancellation point */
 		(double)(__rdtsc() - t0_tsc) / (double)(sv_now_ns() - t0_ns));
 	for (uint32_t i = 0; i < n; i++)
-		fprintf(f, "%llu %u %s\n", (unsigned long long)stamps[i].tsc, stamps[i].thread,
+		fprintf(f, "%llu %u %s\n", (unsigned long long)stamps[i].tsc, /* cancellation point */
+			stamps[i].thread,
 			sv_stamp_name(stamps[i].point));
 	fclose(f);
 }

@@ -129,6 +129,6 @@ void sv_wait_acked(pthread_mutex_t *m, pthread_cond_t *c, const uint32_t *comple
 {
 	pthread_mutex_lock(m);
 	while (*completed != __atomic_load_n(reported, __ATOMIC_ACQUIRE))
-		pthread_cond_wait(c, m);
+		pthread_cond_wait(c, m);    /* a cancellation point, as rdma-core's */
 	pthread_mutex_unlock(m);
 }

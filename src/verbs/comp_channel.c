@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "engine/api.h"
+#include "util/sys.h"
 #include "verbs/sv.h"
 
 #define SV_SLEEP_CQS 16      /* armed CQs a sleeper looks after */
@@ -43,7 +44,7 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	pthread_mutex_unlock(&ch->lock);
 	if (used)
 		return EBUSY;
-	close(ch->ibch.fd);
+	sv_close(ch->ibch.fd);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
 	return 0;
@@ -152,10 +153,10 @@ void sv_channel_unpinned(struct sv_cq *cq)
 	const uint64_t one = 1;
 
 	while (__atomic_load_n(&cq->sleep_pins, __ATOMIC_ACQUIRE)) {
-		if (write(ch->ev.fd, &one, sizeof(one)) < 0) {
+		if (sv_write(ch->ev.fd, &one, sizeof(one)) < 0) {
 			/* (full counter: it is readable anyway) */
 		}
-		usleep(100);
+		sv_nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 });
 	}
 	/* what the wake-ups left readable: only the queue says */
 	pthread_mutex_lock(&ch->lock);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "engine/api.h"
+#include "util/sys.h"
 #include "util/time.h"
 #include "verbs/ops.h"
 #include "verbs/sv.h"
@@ -275,7 +276,7 @@ static int open_cmd_fd(void)
 
 	if (fd >= 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_GROW | F_SEAL_SHRINK |
 			     F_SEAL_WRITE)) {
-		close(fd);
+		sv_close(fd);
 		return -1;
 	}
 	return fd;
@@ -373,7 +374,7 @@ struct ibv_context *sv_context_open(struct ibv_device *device, int cmd_fd)
 		if (ctx->node)
 			sv_engine_close(ctx->node);
 		if (ctx->async_ev.fd >= 0)
-			close(ctx->async_ev.fd);
+			sv_close(ctx->async_ev.fd);
 		free(ctx);
 		errno = e;
 		return NULL;
@@ -407,8 +408,8 @@ int ibv_close_device(struct ibv_context *context)
 		sv_list_del(pos);
 		free(sv_container_of(pos, struct sv_async_ev, link));
 	}
-	close(ctx->async_ev.fd);
-	close(context->cmd_fd);
+	sv_close(ctx->async_ev.fd);
+	sv_close(context->cmd_fd);
 	sv_engine_close(ctx->node);
 	pthread_mutex_destroy(&ctx->async_lock);
 	pthread_mutex_destroy(&context->mutex);

@@ -7,6 +7,7 @@
 
 #include "engine/api.h"
 #include "status/publish.h"
+#include "util/sys.h"
 #include "util/time.h"
 #include "util/log.h"
 #include "verbs/ops.h"
@@ -467,7 +468,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	sv_engine_cq_del(to_sctx(ibcq->context)->node, cq);
 	if (cq->parent_domain)
 		sv_pd_put(cq->parent_domain);
-	close(cq->drive_fd);
+	sv_close(cq->drive_fd);
 	free(cq->ring);
 	free(cq->ts);
 	svst_free(cq->st);

@@ -114,18 +114,18 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 		return -1;
 	}
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC);    /* cancellation point, as rdma-core's */
 	if (fd < 0)
 		return -1;
 	while (len < size) {
-		ssize_t r = read(fd, buf + len, size - len);
+		ssize_t r = read(fd, buf + len, size - len);    /* cancellation point */
 
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			int saved = errno;
 
-			close(fd);
+			close(fd);    /* cancellation point */
 			errno = saved;
 			return -1;
 		}
@@ -133,7 +133,7 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 			break;
 		len += (size_t)r;
 	}
-	close(fd);
+	close(fd);    /* cancellation point */
 
 	if (len == 0)
 		return 0;

@@ -22,7 +22,7 @@ struct sv_fault_dgram {
 
 /* Take the held datagram, if any, into buf (under the lock). */
 static size_t take_held(struct sv_fault_dgram *d, uint8_t *buf, uint8_t *ctx,
-			int (**send)(void *ctx, const struct iovec *iov, int n))
+			int (**xmit)(void *ctx, const struct iovec *iov, int n))
 {
 	size_t len = d->held_len;
 
@@ -30,7 +30,7 @@ static size_t take_held(struct sv_fault_dgram *d, uint8_t *buf, uint8_t *ctx,
 		return 0;
 	memcpy(buf, d->held, len);
 	memcpy(ctx, d->held_ctx, sizeof(d->held_ctx));
-	*send = d->held_send;
+	*xmit = d->held_send;
 	d->held_len = 0;
 	return len;
 }
@@ -61,7 +61,7 @@ void sv_fault_dgram_free(struct sv_node *node)
 /* The datagram as the faults make it: corrupted first if so, then a
  * clean copy if duplicated. */
 static int send_faulty(uint8_t *clean, size_t len, const struct sv_fault_verdict *v,
-		       int (*send)(void *ctx, const struct iovec *iov, int n), void *ctx)
+		       int (*xmit)(void *ctx, const struct iovec *iov, int n), void *ctx)
 {
 	uint8_t bad[SV_UDP_BUF];
 	struct iovec one = { clean, len };
@@ -72,16 +72,16 @@ static int send_faulty(uint8_t *clean, size_t len, const struct sv_fault_verdict
 		sv_fault_flip(bad, len, v->flip, false);
 		one.iov_base = bad;
 	}
-	r = send(ctx, &one, 1);
+	r = xmit(ctx, &one, 1);
 	if (v->dup && !r) {
 		one.iov_base = clean;
-		r = send(ctx, &one, 1);
+		r = xmit(ctx, &one, 1);
 	}
 	return r;
 }
 
 int sv_fault_dgram_send(struct sv_node *node, const struct iovec *iov, int n,
-			int (*send)(void *ctx, const struct iovec *iov, int n), void *ctx,
+			int (*xmit)(void *ctx, const struct iovec *iov, int n), void *ctx,
 			size_t ctx_len)
 {
 	struct sv_fault_dgram *d = node->fault_dgram;
@@ -93,7 +93,7 @@ int sv_fault_dgram_send(struct sv_node *node, const struct iovec *iov, int n,
 
 	for (int i = 0; i < n; i++) {
 		if (len + iov[i].iov_len > SV_UDP_BUF - 4 || ctx_len > SV_FAULT_CTX_MAX)
-			return send(ctx, iov, n);        /* too large: the sender refuses it */
+			return xmit(ctx, iov, n);        /* too large: the sender refuses it */
 		memcpy(clean + len, iov[i].iov_base, iov[i].iov_len);
 		len += iov[i].iov_len;
 	}
@@ -104,13 +104,13 @@ int sv_fault_dgram_send(struct sv_node *node, const struct iovec *iov, int n,
 	if (v.delay) {              /* held until the next one (it was sent) */
 		memcpy(d->held, clean, len);
 		memcpy(d->held_ctx, ctx, ctx_len);
-		d->held_send = send;
+		d->held_send = xmit;
 		d->held_len = len;
 		v.dup = v.corrupt = false;
 	}
 	pthread_mutex_unlock(&d->lock);
 	if (!v.drop && !v.delay)
-		r = send_faulty(clean, len, &v, send, ctx);
+		r = send_faulty(clean, len, &v, xmit, ctx);
 	if (late_len) {
 		struct iovec one = { late, late_len };
 

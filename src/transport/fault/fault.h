@@ -72,13 +72,13 @@ struct sv_node;
 /* node->fault_dgram, if datagrams have faults; -1 on failure. */
 int sv_fault_dgram_attach(struct sv_node *node);
 void sv_fault_dgram_free(struct sv_node *node);
-/* Send through `send` what the faults make of the datagram: nothing, it
+/* Send through `xmit` what the faults make of the datagram: nothing, it
  * sealed, corrupted, twice, or later (after the process's next datagram,
  * with its own ctx, ctx_len bytes at most SV_FAULT_CTX_MAX, copied).
- * Returns send's result (0 when dropped or held). */
+ * Returns xmit's result (0 when dropped or held). */
 #define SV_FAULT_CTX_MAX 64
 int sv_fault_dgram_send(struct sv_node *node, const struct iovec *iov, int n,
-			int (*send)(void *ctx, const struct iovec *iov, int n), void *ctx,
+			int (*xmit)(void *ctx, const struct iovec *iov, int n), void *ctx,
 			size_t ctx_len);
 /* A received sealed datagram of len bytes (trailer included): intact? */
 bool sv_fault_dgram_check(const uint8_t *buf, size_t len);

@@ -9,6 +9,7 @@
 #include "transport/shm/procmap.h"
 #include "transport/transport.h"
 #include "util/log.h"
+#include "util/sys.h"
 #include "util/tsan.h"
 
 #define WORDS (SV_BOARD_SLOTS / 64)
@@ -33,7 +34,7 @@ static void board_create(void)
 	if (fd < 0 || ftruncate(fd, sizeof(*b)) ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
 		if (fd >= 0)
-			close(fd);
+			sv_close(fd);
 		return;
 	}
 	b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -43,7 +44,7 @@ static void board_create(void)
 			munmap(b, sizeof(*b));
 		free(self.owner);
 		self.owner = NULL;
-		close(fd);
+		sv_close(fd);
 		return;
 	}
 	b->magic = SV_BOARD_MAGIC;
@@ -67,7 +68,7 @@ void sv_board_forget_after_fork(void)
 {
 	pthread_mutex_init(&self.lock, NULL);
 	if (self.fd >= 0)
-		close(self.fd);
+		sv_close(self.fd);
 	/* the parent's board and table are not the child's: its channels will
 	 * be its own, and the parent's it inherited are no longer on a board */
 	if (self.b)

@@ -6,6 +6,7 @@
 
 #include "transport/shm/chan.h"
 #include "util/env.h"
+#include "util/sys.h"
 
 uint32_t sv_shm_ring_bytes(void)
 {
@@ -87,13 +88,13 @@ int sv_shm_rings_create(struct sv_shm_map *m, unsigned n, const char *name)
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, m->len)) {
-		close(fd);
+		sv_close(fd);
 		return -errno;
 	}
 	m->base = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m->base == MAP_FAILED) {
 		m->base = NULL;
-		close(fd);
+		sv_close(fd);
 		return -errno;
 	}
 	for (unsigned i = 0; i < n; i++)

@@ -16,6 +16,7 @@
 #include "util/env.h"
 #include "util/log.h"
 #include "util/names.h"
+#include "util/sys.h"
 #include "util/time.h"
 
 #define DG_NAME "softverbs.ud."
@@ -115,7 +116,7 @@ static void in_free(struct dg_in *in)
 		pthread_mutex_unlock(&d->rx_lock);
 	}
 	sv_shm_rings_unmap(&in->map);
-	close(in->h.fd);
+	sv_close(in->h.fd);
 	sv_list_del(&in->accepted_link);
 	d->naccepted--;
 	free(in);
@@ -250,7 +251,7 @@ static void in_hello(struct dg_in *in)
 		  !sv_shm_rings_attach(&in->map, fds[0], 1);
 
 	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
+		sv_close(fds[i]);
 	if (r == -EAGAIN)
 		return;
 	if (!ok || sv_unix_send(in->h.fd, &aiov, 1, NULL, 0) != (ssize_t)sizeof(ack)) {
@@ -277,7 +278,7 @@ static void on_in(struct sv_handler *h, uint32_t events)
 		return;
 	}
 	/* doorbells: one byte each, any number of them */
-	while ((r = recv(h->fd, bells, sizeof(bells), MSG_DONTWAIT)) > 0)
+	while ((r = sv_recv(h->fd, bells, sizeof(bells), MSG_DONTWAIT)) > 0)
 		;
 	if (r == 0 || (r < 0 && errno != EAGAIN) || (events & (EPOLLHUP | EPOLLERR))) {
 		/* the sender left: what it wrote before is still in the ring,
@@ -300,7 +301,7 @@ static void on_accept(struct sv_handler *h, uint32_t events)
 	int fd;
 
 	(void)events;
-	while ((fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+	while ((fd = sv_accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		struct dg_in *in = NULL;
 		pid_t pid;
 		uid_t uid = (uid_t)-1;
@@ -310,7 +311,7 @@ static void on_accept(struct sv_handler *h, uint32_t events)
 		    uid == getuid())
 			in = calloc(1, sizeof(*in));
 		if (!in) {
-			close(fd);
+			sv_close(fd);
 			continue;
 		}
 		in->node = node;
@@ -337,7 +338,7 @@ static void on_out(struct sv_handler *h, uint32_t events)
 {
 	struct dg_out *o = sv_container_of(h, struct dg_out, h);
 	struct dg_hello ack;
-	ssize_t r = recv(h->fd, &ack, sizeof(ack), MSG_DONTWAIT);
+	ssize_t r = sv_recv(h->fd, &ack, sizeof(ack), MSG_DONTWAIT);
 
 	if (r < 0 && errno == EAGAIN && !(events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)))
 		return;
@@ -355,7 +356,7 @@ static void on_out(struct sv_handler *h, uint32_t events)
 static void out_reset(struct dg_out *o, uint64_t retry_ns)
 {
 	if (o->h.fd >= 0)
-		close(o->h.fd);
+		sv_close(o->h.fd);
 	o->h.fd = -1;
 	sv_shm_rings_unmap(&o->map);
 	o->retry_ns = retry_ns;
@@ -387,12 +388,12 @@ static void out_ask(struct dg_out *o)
 	if (mfd < 0 || sv_unix_send(o->h.fd, &iov, 1, &mfd, 1) != (ssize_t)sizeof(hi) ||
 	    sv_node_watch(o->node, &o->h, EPOLLIN | EPOLLRDHUP)) {
 		if (mfd >= 0)
-			close(mfd);
+			sv_close(mfd);
 		out_reset(o, sv_now_ns() + DG_RETRY_NS);
 		out_set(o, SV_DGRING_GONE);
 		return;
 	}
-	close(mfd);
+	sv_close(mfd);
 	out_set(o, SV_DGRING_ASKED);
 }
 
@@ -426,7 +427,7 @@ static void ring_bell(struct dg_out *o, struct sv_ring *r)
 	char bell = 0;
 
 	if (__atomic_exchange_n(&r->consumer_wants_wake, 0, __ATOMIC_SEQ_CST) &&
-	    send(o->h.fd, &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
+	    sv_send(o->h.fd, &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
 		sv_trace("dgring %u -> %u: doorbell: %s", o->src_port, o->dst_port,
 			 strerror(errno));
 }
@@ -450,7 +451,7 @@ static bool wait_room(struct dg_out *o, struct sv_ring *r, size_t len)
 		if (now - start < DG_YIELD_NS)
 			sched_yield();
 		else
-			nanosleep(&(struct timespec){ .tv_nsec = DG_NAP_NS }, NULL);
+			sv_nanosleep(&(struct timespec){ .tv_nsec = DG_NAP_NS });
 		if (sv_ring_fits(r, o->map.size, len, &o->head_seen))
 			return true;
 		now = sv_now_ns();

@@ -16,6 +16,7 @@
 #include "util/env.h"
 #include "util/list.h"
 #include "util/log.h"
+#include "util/sys.h"
 #include "util/tsan.h"
 
 #define SV_MRMAP_CHUNK (64ul << 20)   /* copied per step: bounds the extra memory */
@@ -74,9 +75,9 @@ static int maps_fd(void)
 	    (fstat(maps_file, &st) || st.st_dev != maps_dev || st.st_ino != maps_ino))
 		maps_file = -1;          /* no longer ours: not to be closed either */
 	if (maps_file < 0) {
-		maps_file = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		maps_file = sv_open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 		if (maps_file >= 0 && fstat(maps_file, &st)) {
-			close(maps_file);
+			sv_close(maps_file);
 			maps_file = -1;
 		}
 		if (maps_file >= 0) {
@@ -114,7 +115,7 @@ static char *maps_line(struct maps_reader *r)
 		memmove(r->buf, r->buf + r->at, r->len - r->at);
 		r->len -= r->at;
 		r->at = 0;
-		n = read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
+		n = sv_read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
 		if (n <= 0)
 			r->eof = true;
 		else
@@ -196,7 +197,7 @@ static void copy_touched(void *dst, uintptr_t src, size_t len, int pagemap)
 	while (i < n) {
 		size_t k = n - i < 512 ? n - i : 512, run;
 		ssize_t r = pagemap < 0 ? -1 :
-			    pread(pagemap, ent, k * sizeof(ent[0]), (off_t)((src / page + i) * 8));
+			    sv_pread(pagemap, ent, k * sizeof(ent[0]), (off_t)((src / page + i) * 8));
 
 		if (r != (ssize_t)(k * sizeof(ent[0]))) {     /* cannot tell: copy it all */
 			memcpy((char *)dst + i * page, (void *)(src + i * page), (n - i) * page);
@@ -219,7 +220,7 @@ static void copy_touched(void *dst, uintptr_t src, size_t len, int pagemap)
 /* Replace [base, base+len) by `fd`'s pages [0, len), same contents. */
 static int move_to_memfd(uintptr_t base, size_t len, int fd)
 {
-	int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	int pagemap = sv_open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 
 	for (size_t off = 0; off < len; off += SV_MRMAP_CHUNK) {
 		size_t k = len - off < SV_MRMAP_CHUNK ? len - off : SV_MRMAP_CHUNK;
@@ -227,7 +228,7 @@ static int move_to_memfd(uintptr_t base, size_t len, int fd)
 
 		if (tmp == MAP_FAILED) {
 			if (pagemap >= 0)
-				close(pagemap);
+				sv_close(pagemap);
 			return -errno;
 		}
 		copy_touched(tmp, base + off, k, pagemap);
@@ -241,7 +242,7 @@ static int move_to_memfd(uintptr_t base, size_t len, int fd)
 		}
 	}
 	if (pagemap >= 0)
-		close(pagemap);
+		sv_close(pagemap);
 	return 0;
 }
 
@@ -299,7 +300,7 @@ static void atfork_child(void)
 	pthread_mutex_init(&maps_lock, NULL);
 	pthread_mutex_init(&maps_file_lock, NULL);
 	if (maps_file >= 0)             /* it names the parent's maps */
-		close(maps_file);
+		sv_close(maps_file);
 	maps_file = -1;
 	for (pos = maps.next; pos != &maps; pos = pos->next) {
 		struct sv_mrmap *m = sv_container_of(pos, struct sv_mrmap, link);
@@ -307,7 +308,7 @@ static void atfork_child(void)
 		if (m->fd < 0)
 			continue;
 		move_to_private(m->base, m->len, m->fd);
-		close(m->fd);
+		sv_close(m->fd);
 		m->fd = -1;
 	}
 }
@@ -344,7 +345,7 @@ static struct sv_mrmap *share_new(uintptr_t a0, uintptr_t a1)
 	if (m->fd < 0 || ftruncate(m->fd, (off_t)m->len) || fstat(m->fd, &st) ||
 	    move_to_memfd(a0, m->len, m->fd)) {
 		if (m->fd >= 0)
-			close(m->fd);
+			sv_close(m->fd);
 		free(m);
 		return NULL;
 	}
@@ -399,7 +400,7 @@ void sv_mrmap_unshare(struct sv_mrmap *m)
 	if (m->fd >= 0 && range_all(m->base, m->base + m->len, is_ours, m))
 		move_to_private(m->base, m->len, m->fd);
 	if (m->fd >= 0)
-		close(m->fd);
+		sv_close(m->fd);
 	free(m);
 }
 
@@ -454,11 +455,11 @@ static void *peer_open(struct sv_peer_maps *pm, const struct sv_seg_mr *m)
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) || (uint64_t)st.st_ino != ino || (uint64_t)st.st_size < len) {
-		close(fd);
+		sv_close(fd);
 		return NULL;
 	}
 	local = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	sv_close(fd);
 	if (local == MAP_FAILED)
 		return NULL;
 	sv_info("mapped %" PRIu64 " bytes of pid %d's registered memory", len, (int)pm->pid);

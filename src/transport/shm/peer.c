@@ -9,6 +9,7 @@
 
 #include "transport/shm/peer.h"
 #include "transport/transport.h"
+#include "util/sys.h"
 
 /* ---- ours ---- */
 
@@ -26,9 +27,9 @@ int sv_shm_life_open(struct sv_node *node)
 void sv_shm_life_close(struct sv_node *node)
 {
 	if (node->life_r >= 0)
-		close(node->life_r);
+		sv_close(node->life_r);
 	if (node->life_w >= 0)
-		close(node->life_w);
+		sv_close(node->life_w);
 	node->life_r = node->life_w = -1;
 }
 
@@ -41,14 +42,14 @@ int sv_shm_peer_offer(struct sv_node *node, int *fds)
 	if (fds[1] >= 0)
 		return 0;
 	if (fds[0] >= 0)
-		close(fds[0]);
+		sv_close(fds[0]);
 	return -1;
 }
 
 void sv_shm_life_forget_after_fork(struct sv_node *node)
 {
 	if (node->life_r >= 0)
-		close(node->life_r);
+		sv_close(node->life_r);
 	node->life_r = -1;
 }
 
@@ -100,7 +101,7 @@ static struct sv_shm_peer *peer_new(struct sv_node *node, const int *fds, const 
 	/* no events asked for: a pipe's writer always hears of its last reader */
 	if (sv_node_watch(node, &p->h, 0)) {
 		if (p->pidfd >= 0)
-			close(p->pidfd);
+			sv_close(p->pidfd);
 		free(p);
 		return NULL;
 	}
@@ -127,7 +128,7 @@ struct sv_shm_peer *sv_shm_peer_get(struct sv_node *node, const int *fds, pid_t 
 	}
 	for (int i = 0; i < SV_SHM_PEER_FDS; i++)
 		if (fds[i] >= 0)
-			close(fds[i]);       /* copies of what we keep, or unusable */
+			sv_close(fds[i]);       /* copies of what we keep, or unusable */
 	return p;
 }
 
@@ -150,10 +151,10 @@ void sv_shm_peer_put(struct sv_shm_peer *p)
 		return;
 	if (!p->gone)
 		sv_node_unwatch(node, &p->h);
-	close(p->h.fd);
-	close(p->bell);
+	sv_close(p->h.fd);
+	sv_close(p->bell);
 	if (p->pidfd >= 0)
-		close(p->pidfd);
+		sv_close(p->pidfd);
 	free(p);                          /* (its channels put their wakes first) */
 }
 
@@ -190,7 +191,7 @@ int sv_shm_peer_wake_get(struct sv_shm_peer *p, uint64_t id, int fd)
 	w = wake_find(p, id, -1);
 	if (w) {
 		w->refs++;
-		close(fd);                   /* a copy of the one we keep */
+		sv_close(fd);                   /* a copy of the one we keep */
 		fd = w->fd;
 	} else if ((w = calloc(1, sizeof(*w)))) {
 		w->id = id;
@@ -213,7 +214,7 @@ void sv_shm_peer_wake_put(struct sv_shm_peer *p, int fd)
 		sv_list_del(&w->link);
 	pthread_mutex_unlock(&p->node->lock);
 	if (last) {
-		close(fd);
+		sv_close(fd);
 		free(w);
 	}
 }
@@ -224,5 +225,5 @@ void sv_shm_peer_ring(const struct sv_shm_peer *p)
 
 	/* an eventfd refuses only a counter about to overflow: it is
 	 * readable already, and nothing is lost */
-	(void)!write(p->bell, &one, sizeof(one));
+	(void)!sv_write(p->bell, &one, sizeof(one));
 }

@@ -13,6 +13,7 @@
 #include "transport/shm/peer.h"
 #include "transport/transport.h"
 #include "util/log.h"
+#include "util/sys.h"
 #include "util/time.h"
 #include "util/tsan.h"
 
@@ -91,7 +92,7 @@ static bool wake_sleeper(struct sv_conn *c, enum sv_wake hint)
 	if (s == SV_RING_AWAKE || (s == SV_RING_SLEEPS_SOLICITED && hint != SV_WAKE_SOLICITED))
 		return false;
 	if (__atomic_exchange_n(&tx->consumer_sleeps, SV_RING_AWAKE, __ATOMIC_SEQ_CST) != SV_RING_AWAKE &&
-	    write(c->peer_wake_fd, &one, sizeof(one)) != sizeof(one))
+	    sv_write(c->peer_wake_fd, &one, sizeof(one)) != sizeof(one))
 		return false;
 	return true;
 }

@@ -10,6 +10,7 @@
 #include "transport/shm/procmap.h"
 #include "transport/shm/segment.h"
 #include "util/log.h"
+#include "util/sys.h"
 
 static struct sv_seg *self;
 static int self_fd = -1;
@@ -23,12 +24,12 @@ static void seg_create(void)
 	if (fd < 0 || ftruncate(fd, sizeof(*s))) {
 		sv_err("segment: %s", strerror(errno));
 		if (fd >= 0)
-			close(fd);
+			sv_close(fd);
 		return;
 	}
 	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (s == MAP_FAILED) {
-		close(fd);
+		sv_close(fd);
 		return;
 	}
 	s->magic = SV_SEG_MAGIC;
@@ -62,7 +63,7 @@ void sv_seg_forget_after_fork(void)
 	pthread_mutex_init(&self_lock, NULL);
 	sv_procmap_forget_after_fork();
 	if (self_fd >= 0)
-		close(self_fd);
+		sv_close(self_fd);
 	self = NULL;       /* the mapping stays (it is the parent's); never written */
 	self_fd = -1;
 }

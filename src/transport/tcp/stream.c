@@ -20,8 +20,8 @@ static ssize_t tcp_writev(struct sv_conn *c, const struct iovec *iov, int n)
 	ssize_t r;
 
 	sv_stamp(SV_ST_SOCK_SEND);
-	r = n == 1 ? send(c->h.fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT)
-		   : sendmsg(c->h.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	r = n == 1 ? sv_send(c->h.fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT)
+		   : sv_sendmsg(c->h.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	sv_stamp(SV_ST_SOCK_SENT);
 
 	return sv_conn_sock_wrote(c, r < 0 ? -errno : r);
@@ -33,8 +33,8 @@ static ssize_t tcp_readv(struct sv_conn *c, const struct iovec *iov, int n)
 	 * look, and read's file layer (position lock, access checks) costs
 	 * more than the socket's own; one buffer spares importing an iovec */
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
-	ssize_t r = n == 1 ? recv(c->h.fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT)
-			   : recvmsg(c->h.fd, &mh, MSG_DONTWAIT);
+	ssize_t r = n == 1 ? sv_recv(c->h.fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT)
+			   : sv_recvmsg(c->h.fd, &mh, MSG_DONTWAIT);
 
 	if (r > 0)
 		sv_stamp(SV_ST_SOCK_READ);
@@ -90,16 +90,16 @@ int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct 
 	if (fd < 0)
 		return -errno;
 	sv_conn_tune_socket(fd);
-	if (connect(fd, (const struct sockaddr *)dst, sizeof(*dst)) && errno != EINPROGRESS) {
+	if (sv_connect(fd, (const struct sockaddr *)dst, sizeof(*dst)) && errno != EINPROGRESS) {
 		int e = errno;
 
-		close(fd);
+		sv_close(fd);
 		return -e;
 	}
 	/* Completion is always reported by EPOLLOUT, immediate or not. */
 	*out = sv_conn_new(node, fd, true, false, &sv_tcp_ops);
 	if (!*out) {
-		close(fd);
+		sv_close(fd);
 		return -ENOMEM;
 	}
 	return 0;

@@ -10,6 +10,7 @@
 #include "transport/shm/dgring.h"
 #include "transport/transport.h"
 #include "transport/unix/mcast.h"
+#include "util/sys.h"
 
 static bool is_loopback(struct in_addr a)
 {
@@ -32,7 +33,7 @@ static int dgram_send_now(void *ctx, const struct iovec *iov, int n)
 	    sv_dgring_send(d->node, d->g->port, ntohs(d->to.sin_port), iov, n))
 		return 0;
 	/* UD is unreliable: a full socket buffer drops the datagram, like a fabric. */
-	if (sendmsg(d->g->udp_h.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+	if (sv_sendmsg(d->g->udp_h.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
 	    errno != EAGAIN && errno != ECONNREFUSED)
 		return -errno;
 	return 0;
@@ -94,7 +95,7 @@ void sv_dgram_drain(struct sv_node *node, int fd, uint8_t *buf)
 		struct sockaddr_in from;
 		socklen_t fl = sizeof(from);
 		struct sv_wire_hdr hdr;
-		ssize_t r = recvfrom(fd, buf, SV_UDP_BUF, MSG_DONTWAIT | MSG_TRUNC,
+		ssize_t r = sv_recvfrom(fd, buf, SV_UDP_BUF, MSG_DONTWAIT | MSG_TRUNC,
 				     (struct sockaddr *)&from, &fl);
 
 		if (r < 0)

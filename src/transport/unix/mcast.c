@@ -37,7 +37,7 @@ int sv_mcast_bind(const union ibv_gid *mgid, uint32_t qpn)
 	if (bind(fd, (struct sockaddr *)&sa, offsetof(struct sockaddr_un, sun_path) + 1 + n)) {
 		int e = errno;
 
-		close(fd);
+		sv_close(fd);
 		return -e;
 	}
 	return fd;
@@ -60,7 +60,7 @@ int sv_mcast_source(uint16_t port)
 	if (bind(fd, (struct sockaddr *)&sa, len) || shutdown(fd, SHUT_RD)) {
 		int e = errno;
 
-		close(fd);
+		sv_close(fd);
 		return -e;
 	}
 	return fd;
@@ -101,7 +101,7 @@ int sv_mcast_send(int fd, const union ibv_gid *mgid, const struct iovec *iov, in
 		memcpy(sa.sun_path + 1, at + 1, len);
 		mh.msg_namelen = offsetof(struct sockaddr_un, sun_path) + 1 + len;
 		/* Unreliable like a fabric: a full member misses this one. */
-		if (sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+		if (sv_sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
 			sent++;
 	}
 	fclose(f);

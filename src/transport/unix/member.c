@@ -14,6 +14,7 @@
 
 #include "transport/transport.h"
 #include "transport/unix/mcast.h"
+#include "util/sys.h"
 
 struct sv_mcast_member {
 	struct sv_handler h;
@@ -30,7 +31,7 @@ static void on_member(struct sv_handler *h, uint32_t events)
 		struct sv_wire_hdr hdr;
 		struct sockaddr_un from;
 		socklen_t fl = sizeof(from);
-		ssize_t r = recvfrom(h->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC,
+		ssize_t r = sv_recvfrom(h->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC,
 				     (struct sockaddr *)&from, &fl);
 
 		if (r < 0)
@@ -58,7 +59,7 @@ struct sv_mcast_member *sv_mcast_join(struct sv_node *node, const union ibv_gid 
 	m->node = node;
 	m->owner = owner;
 	if (sv_node_watch(node, &m->h, EPOLLIN)) {
-		close(fd);
+		sv_close(fd);
 		free(m);
 		errno = ENOMEM;
 		return NULL;
@@ -69,6 +70,6 @@ struct sv_mcast_member *sv_mcast_join(struct sv_node *node, const union ibv_gid 
 void sv_mcast_leave(struct sv_mcast_member *m)
 {
 	sv_node_unwatch(m->node, &m->h);
-	close(m->h.fd);
+	sv_close(m->h.fd);
 	free(m);
 }

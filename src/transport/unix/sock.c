@@ -31,7 +31,7 @@ int sv_unix_listen_on(const char *prefix, uint16_t port, int type)
 	if (bind(fd, (struct sockaddr *)&sa, len) || listen(fd, 1024)) {
 		int e = errno;
 
-		close(fd);
+		sv_close(fd);
 		return -e;
 	}
 	return fd;
@@ -45,10 +45,10 @@ int sv_unix_connect_to(const char *prefix, uint16_t port, int type)
 
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, len) && errno != EINPROGRESS && errno != EAGAIN) {
+	if (sv_connect(fd, (struct sockaddr *)&sa, len) && errno != EINPROGRESS && errno != EAGAIN) {
 		int e = errno;
 
-		close(fd);
+		sv_close(fd);
 		return -e;
 	}
 	return fd;
@@ -84,7 +84,7 @@ ssize_t sv_unix_send(int fd, const struct iovec *iov, int n, const int *fds, int
 		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
 		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
 	}
-	r = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	r = sv_sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	return r < 0 ? -errno : r;
 }
 
@@ -94,7 +94,7 @@ ssize_t sv_unix_recv(int fd, const struct iovec *iov, int n, int *fds, int *nfds
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n,
 			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *cm;
-	ssize_t r = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	ssize_t r = sv_recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 
 	if (r < 0)
 		return -errno;
@@ -109,7 +109,7 @@ ssize_t sv_unix_recv(int fd, const struct iovec *iov, int n, int *fds, int *nfds
 			if (*nfds < max)
 				fds[(*nfds)++] = p[i];
 			else
-				close(p[i]);     /* more than any frame carries */
+				sv_close(p[i]);     /* more than any frame carries */
 		}
 	}
 	return r;

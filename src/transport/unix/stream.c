@@ -8,6 +8,7 @@
 
 #include "transport/transport.h"
 #include "transport/unix/sock.h"
+#include "util/sys.h"
 
 _Static_assert(SV_CONN_MAX_FDS <= SV_UNIX_MAX_FDS, "a handshake's descriptors fit one message");
 
@@ -45,7 +46,7 @@ int sv_conn_connect_local(struct sv_node *node, uint16_t port, struct sv_conn **
 		return fd;
 	*out = sv_conn_new(node, fd, true, false, &sv_unix_ops);
 	if (!*out) {
-		close(fd);
+		sv_close(fd);
 		return -ENOMEM;
 	}
 	return 0;
