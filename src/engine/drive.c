@@ -143,13 +143,14 @@ static void socks_add(struct sv_cq *cq, struct sv_conn *c)
 
 /*
  * The hot channel (hot_read) leaves the CQ's epoll set while a poller
- * spins on the CQ and reads it on every poll: each set a socket is in
- * costs the peer's `send` a wake-up call per message on veth, where the
+ * spins on one of its CQs and reads it on every poll: each set a socket is
+ * in costs the peer's `send` a wake-up call per message on veth, where the
  * sender's softirq runs our TCP input (docs/measurements.md, 'The hot
- * socket out of its epoll sets').  It is back in the set before anyone
- * could wait there for it: when the spin ends, a thread goes to sleep
- * for the CQ, another channel becomes hot, or it stops bringing one
- * message at a time.  drive_lock held.
+ * socket out of its epoll sets').  Meanwhile each poll of the CQ reads it
+ * too, spinning or not.  It is back in the set before anyone could wait
+ * there for it: when the CQ's spin ends, a thread goes to sleep for the
+ * CQ, another channel becomes hot, or it stops bringing one message at a
+ * time.  drive_lock held.
  */
 static void hot_in(struct sv_cq *cq)
 {
@@ -950,11 +951,13 @@ static void hot_back(struct sv_cq *cq)
 }
 
 /* Make `c` the CQ's hot channel, out of its set (hot_in's rules), unless
- * another one is out. */
+ * another one is out.  (The CQ need not spin: its polls read the channel
+ * while it is out, and the one whose poller spins, which calls this, reads
+ * it all the time.) */
 static void hot_out_of(struct sv_cq *cq, struct sv_conn *c)
 {
 	pthread_mutex_lock(&cq->drive_lock);
-	if (cq->spinning && !cq->sleepers && !cq->hot_out && still_of(c, cq)) {
+	if (!cq->sleepers && !cq->hot_out && still_of(c, cq)) {
 		__atomic_store_n(&cq->hot, c, __ATOMIC_RELEASE);
 		if (!epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL)) {
 			__atomic_store_n(&cq->hot_out, true, __ATOMIC_RELAXED);
@@ -966,7 +969,8 @@ static void hot_out_of(struct sv_cq *cq, struct sv_conn *c)
 
 /* ... of both its CQs: the application may wait for its input on either
  * (a SEND's completion comes with the peer's answer), and each set the
- * socket is in costs the peer's send. */
+ * socket is in costs the peer's send.  The other CQ often never spins: in
+ * a ping-pong its completion is there when the application polls it. */
 static void hot_out_of_both(struct sv_conn *c)
 {
 	struct sv_cq *a = __atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE);
@@ -995,17 +999,16 @@ static bool steady(struct sv_cq *cq)
 }
 
 /* Read the hot channel instead of asking epoll?  Then true.  Out of the
- * set it is read on every poll, and epoll asked every SV_HOT_EVERY-th
- * only for the CQ's other sockets, if it has any. */
+ * set it is read on every poll, spinning or not, and epoll asked every
+ * SV_HOT_EVERY-th only for the CQ's other sockets, if it has any. */
 static bool hot_read(struct sv_cq *cq)
 {
+	bool out = __atomic_load_n(&cq->hot_out, __ATOMIC_RELAXED);
 	struct sv_conn *hot;
-	bool out;
 
-	if (!__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED) ||
+	if ((!out && !__atomic_load_n(&cq->spinning, __ATOMIC_RELAXED)) ||
 	    !(hot = __atomic_load_n(&cq->hot, __ATOMIC_ACQUIRE)))
 		return false;
-	out = __atomic_load_n(&cq->hot_out, __ATOMIC_RELAXED);
 	if (!one_at_a_time(hot)) {
 		if (out)
 			hot_back(cq);
