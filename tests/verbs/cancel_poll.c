@@ -91,10 +91,7 @@ int main(void)
 	struct loop l = { .p = &p };
 	uint64_t before = 0;
 
-#ifdef __SANITIZE_ADDRESS__
-	printf("skip: ASan and pthread_cancel (see comp_channel_cancel.c)\n");
-	return 77;
-#endif
+	t_skip_cancel_asan();
 	t_alarm(60);
 	t_opts_default(&o, IBV_QPT_RC);
 	t_pair_open(&p, &o);

@@ -193,6 +193,11 @@ struct t_srq_pair {
 
 /* Watchdog: after `seconds`, print the test name and _exit(2). */
 void t_alarm(unsigned int seconds);
+/* Under ASan, exit 77 (skip): it reports a cancelled thread's end as a
+ * stack overflow (the unwound frames stay poisoned when the thread's
+ * alternate signal stack is unset); a few lines without softverbs do too.
+ * For tests that pthread_cancel a thread. */
+void t_skip_cancel_asan(void);
 /* Monotonic milliseconds. */
 uint64_t t_now_ms(void);
 void t_sleep_ms(unsigned int ms);
