@@ -80,15 +80,24 @@ static void join(struct sleeper *z)
 }
 
 static int wrong;	/* sleepers that came back with another answer */
+static int late;	/* rpoll sleepers whose call began after the close */
 
 /* What every sleeper must have seen: its rsocket closed under it.  A wrong
  * answer is counted, not fatal, so that the rounds after it still run the
- * race for the sanitizers to see. */
+ * race for the sanitizers to see.  An rpoll that a loaded machine started
+ * only after rclose returned found no rsocket by that number (EBADF from
+ * the lookup) and polled it as a plain descriptor, which another thread's
+ * socket may have taken by then: as poll(2) after close(2), nothing to
+ * promise, so counted apart. */
 static void check_closed(const struct sleeper *z)
 {
 	bool ok = z->op == OP_POLL ? z->ret == 1 && (z->revents & POLLNVAL) :
 				     z->ret == -1 && z->err == EBADF;
 
+	if (!ok && z->op == OP_POLL && z->err == EBADF && z->ret >= 0) {
+		late++;
+		return;
+	}
 	if (ok || wrong++ >= 3)
 		return;
 	if (z->op == OP_POLL)
@@ -189,6 +198,7 @@ int main(int argc, char **argv)
 	CHECK_OK(rclose(l));
 	if (wrong)
 		FAIL("%d sleepers did not see their rsocket closed", wrong);
-	MSG("%d rounds of rclose under a sleeper, and 6 under raccept and rconnect", rounds);
+	MSG("%d rounds of rclose under a sleeper (%d rpoll calls began after it), and 6 under "
+	    "raccept and rconnect", rounds, late);
 	return 0;
 }
