@@ -230,10 +230,9 @@ static void sleeper_give(struct sleeper *sl)
 /*
  * A thread may be cancelled while it waits for an event (rping stops its
  * CQ thread so), as in the kernel's read of the channel's fd, and only
- * there: ibv_get_cq_event runs with cancellation disabled but for its
- * waits, where it holds nothing but what the sleeper took, given back
- * here.  Elsewhere it serves channels under their QPs' locks, and a
- * system call there is a cancellation point too.
+ * there: its two waits are ibv_get_cq_event's only cancellation points
+ * (the engine makes none, util/sys.h).  In the one on the CQs' channels
+ * it holds nothing but what the sleeper took, given back here.
  */
 static void sleeper_cancelled(void *arg)
 {
@@ -245,17 +244,14 @@ static void sleeper_cancelled(void *arg)
  * event again); 0: nothing taken, or the channel itself became readable:
  * everything is given back (a CQ's destroyer may be waiting) and the
  * caller takes the fd as before; -1: interrupted. */
-static int sleeper_wait(struct sleeper *sl, struct sv_comp_channel *ch, struct sv_node *node,
-			int cancel)
+static int sleeper_wait(struct sleeper *sl, struct sv_comp_channel *ch, struct sv_node *node)
 {
 	bool woke;
 
 	if (!sl->k)
 		return 0;
 	pthread_cleanup_push(sleeper_cancelled, sl);
-	pthread_setcancelstate(cancel, NULL);
 	woke = sv_evfd_wait_or(&ch->ev, sl->p, sl->k);
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	pthread_cleanup_pop(0);
 	if (!woke)
 		return -1;
@@ -291,10 +287,8 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 	struct sv_node *node = to_sctx(channel->context)->node;
 	struct sv_cq *scq, *armed[SV_SLEEP_CQS];
 	struct sleeper sl = { .k = 0, .wakes = 0, .blocking_known = false, .gave_up = false };
-	int n, r, cancel;
-	bool took = false;
+	int n, r;
 
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	sv_engine_release_all_acks(node);
 	for (;;) {
 		if ((scq = next_event(ch)))
@@ -307,17 +301,12 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 			break;
 		}
 		sleeper_take(&sl, ch, armed, n);       /* takes over their pins */
-		r = sleeper_wait(&sl, ch, node, cancel);
+		r = sleeper_wait(&sl, ch, node);
 		if (r > 0)
 			continue;
-		if (r == 0) {                          /* nothing taken: nothing to give */
-			pthread_setcancelstate(cancel, NULL);
-			took = sv_evfd_take(&ch->ev);
-			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-		}
-		if (r < 0 || !took) {
+		/* (r == 0: nothing taken, so nothing to give if cancelled here) */
+		if (r < 0 || !sv_evfd_take(&ch->ev)) {
 			sleeper_give(&sl);
-			pthread_setcancelstate(cancel, NULL);
 			return -1;          /* EAGAIN (non-blocking fd) or EINTR */
 		}
 		pthread_mutex_lock(&ch->lock);
@@ -325,7 +314,6 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 		pthread_mutex_unlock(&ch->lock);
 	}
 	sleeper_give(&sl);
-	pthread_setcancelstate(cancel, NULL);
 	*cq = (struct ibv_cq *)&scq->ibcq;
 	*cq_context = scq->ibcq.cq_context;
 	return 0;
