@@ -151,6 +151,9 @@ void sv_resp_rnr_resume(struct sv_qp *qp);                 /* a receive was post
 /* Publish posted receives from index `from` for the requester to place
  * SENDs in (engine/placed.c). */
 void sv_resp_publish(struct sv_qp *qp, uint32_t from);
+/* ... and those a taken receive let into the window, held until now: after
+ * ibv_post_send wrote its requests. */
+void sv_resp_publish_due(struct sv_qp *qp);
 
 /* Pollers: release the ACKs the CQ's channels hold (the application waits). */
 void sv_engine_release_acks(struct sv_node *node, struct sv_cq *cq);

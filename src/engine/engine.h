@@ -241,6 +241,7 @@ void sv_req_link_failed(struct sv_qp *qp);
 bool sv_req_place(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe *f);
 void sv_req_count_recv(struct sv_qp *qp, uint8_t op);      /* a request took its PSN */
 bool sv_resp_placed_ok(struct sv_qp *qp, const struct sv_wire_hdr *h);
+void sv_resp_publish_later(struct sv_qp *qp, uint32_t from);  /* a take let it in */
 bool sv_resp_placed(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_hdr *h);  /* resp.c */
 
 /* PSN arithmetic modulo 2^24 */

@@ -128,6 +128,36 @@ void sv_resp_publish(struct sv_qp *qp, uint32_t from)
 	}
 }
 
+/*
+ * The receive a take let into the window is published later: at the
+ * QP's next ibv_post_send, once its requests are written, or at the next
+ * take.  The requester read that entry's line when it placed the SEND
+ * just taken, so the store waits for the line to come back, and the next
+ * locked instruction waits for the store: on the answer's way, between
+ * the SEND's arrival and the reply (docs/measurements.md, 'The receive
+ * mirror: published after the answer').  The requester needs the entry
+ * only SV_MIRROR_N SENDs later.
+ */
+void sv_resp_publish_later(struct sv_qp *qp, uint32_t from)
+{
+	if (!qp->publish_due) {
+		qp->publish_from = from;
+		qp->publish_due = true;
+		return;
+	}
+	/* a receiver that posts no sends: the one before goes now, with this one */
+	qp->publish_due = false;
+	sv_resp_publish(qp, qp->publish_from);
+}
+
+void sv_resp_publish_due(struct sv_qp *qp)
+{
+	if (!qp->publish_due)
+		return;
+	qp->publish_due = false;
+	sv_resp_publish(qp, qp->publish_from);
+}
+
 /* Is the receive a placed SEND names the next one, and did its first
  * SGE take the message?  (Not if its requester counted otherwise: a QP
  * reset on one side only.) */

@@ -212,7 +212,7 @@ static bool take_rwqe(struct sv_qp *qp)
 {
 	if (!sv_qp_take_rwqe(qp, qp->rctx.wqe))
 		return false;
-	sv_resp_publish(qp, qp->rq.head + SV_MIRROR_N - 1);    /* the one the window reached */
+	sv_resp_publish_later(qp, qp->rq.head + SV_MIRROR_N - 1);   /* the one the window reached */
 	qp->rctx.have_wqe = true;
 	return true;
 }

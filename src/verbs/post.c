@@ -222,6 +222,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 		sv_stamp(SV_ST_ENQUEUED);
 	}
 	sv_sq_doorbell(qp);
+	sv_resp_publish_due(qp);
 	loop = sv_engine_loopback_peer(qp, &peer);
 out:
 	sv_qp_unlock(qp);

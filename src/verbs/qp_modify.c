@@ -289,6 +289,7 @@ static void qp_reset(struct sv_qp *qp)
 	sv_cq_clean_qp(qp);
 	qp->sq.head = qp->sq.next = qp->sq.tail = 0;
 	qp->rq.head = qp->rq.tail = 0;
+	qp->publish_due = false;
 	qp->peer_rq_next = 0;        /* counted, as the peer's receives, from RESET */
 	qp->rd_outstanding = qp->rd_bytes = qp->retries = qp->rnr_retries = 0;
 	sv_qp_timers_stop(qp);

@@ -468,6 +468,8 @@ struct sv_qp {
 	enum sv_resp_state resp;     /* sv_resp_set() changes it */
 	uint64_t rnr_hold_since;     /* ns; a SEND waits for a receive since (resp.c) */
 	uint64_t rnr_hold_deadline;  /* ns; look at the held SEND then */
+	uint32_t publish_from;       /* receives from here wait to be published (engine/placed.c) */
+	bool publish_due;
 	bool comm_est_sent;
 
 	/* responder: the request being received (on `in`, or on `out` if
