@@ -24,6 +24,12 @@ SV_NAME_TABLE(sv_stamp_name, enum sv_stamp_point, SV_ST_N,
 #include "util/time.h"
 
 #define SV_STAMP_MAX (1u << 22)      /* then later stamps are dropped */
+/* Each of the first few threads fills its own part: a shared index taken
+ * with a locked instruction waited for the stores before it (a ring
+ * record's, which another core was reading) and put that wait into the
+ * step it ended. */
+#define SV_STAMP_THREADS 4
+#define SV_STAMP_PART (SV_STAMP_MAX / SV_STAMP_THREADS)
 
 struct stamp {
 	uint64_t tsc;
@@ -32,7 +38,10 @@ struct stamp {
 };
 
 static struct stamp *stamps;         /* NULL: not asked for */
-static uint32_t nstamps;
+static struct {
+	uint32_t n;
+	uint8_t pad[60];
+} used[SV_STAMP_THREADS];            /* each thread's part: how much it filled */
 static uint16_t nthreads;
 static __thread uint16_t thread_no;
 static uint64_t t0_ns, t0_tsc;
@@ -45,9 +54,13 @@ void sv_stamp(enum sv_stamp_point p)
 		return;
 	if (!thread_no)
 		thread_no = __atomic_add_fetch(&nthreads, 1, __ATOMIC_RELAXED);
-	i = __atomic_fetch_add(&nstamps, 1, __ATOMIC_RELAXED);
-	if (i < SV_STAMP_MAX)
-		stamps[i] = (struct stamp){ __rdtsc(), (uint16_t)p, thread_no };
+	if (thread_no > SV_STAMP_THREADS)
+		return;
+	i = __atomic_load_n(&used[thread_no - 1].n, __ATOMIC_RELAXED);
+	if (i == SV_STAMP_PART)
+		return;
+	stamps[(thread_no - 1) * SV_STAMP_PART + i] = (struct stamp){ __rdtsc(), (uint16_t)p, thread_no };
+	__atomic_store_n(&used[thread_no - 1].n, i + 1, __ATOMIC_RELEASE);
 }
 
 __attribute__((constructor)) static void stamps_start(void)
@@ -62,7 +75,6 @@ __attribute__((constructor)) static void stamps_start(void)
 /* The TSC's rate, from the run itself: the reader turns ticks into ns. */
 __attribute__((destructor)) static void stamps_write(void)
 {
-	uint32_t n = nstamps < SV_STAMP_MAX ? nstamps : SV_STAMP_MAX;
 	char path[4096];
 	FILE *f;
 
@@ -75,10 +87,14 @@ __attribute__((destructor)) static void stamps_write(void)
 	/* (at exit, nothing held: each is a cancellation point) */
 	fprintf(f, "# softverbs stamps: tsc thread point; ticks per ns %.6f\n",    /* cancellation point */
 		(double)(__rdtsc() - t0_tsc) / (double)(sv_now_ns() - t0_ns));
-	for (uint32_t i = 0; i < n; i++)
-		fprintf(f, "%llu %u %s\n", (unsigned long long)stamps[i].tsc, /* cancellation point */
-			stamps[i].thread,
-			sv_stamp_name(stamps[i].point));
+	for (uint32_t t = 0; t < SV_STAMP_THREADS; t++) {
+		const struct stamp *part = stamps + t * SV_STAMP_PART;
+		uint32_t n = __atomic_load_n(&used[t].n, __ATOMIC_ACQUIRE);
+
+		for (uint32_t i = 0; i < n; i++)
+			fprintf(f, "%llu %u %s\n", (unsigned long long)part[i].tsc, /* cancellation point */
+				part[i].thread, sv_stamp_name(part[i].point));
+	}
 	fclose(f);
 }
 #endif
