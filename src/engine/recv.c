@@ -505,8 +505,12 @@ static void rx_frames_run(struct sv_conn *c)
 	while (!c->dead && !c->paused) {
 		if (c->qc->rx_state == SV_RX_HELD)
 			return;                         /* no input until it is READY */
-		if (c->qc->rx_state == SV_RX_HDR && rx_placed(c))
+		if (c->qc->rx_state == SV_RX_HDR && rx_placed(c)) {
+			/* a ping-pong's ring holds nothing more: no empty read */
+			if (!sv_chan_has_input(c))
+				return;
 			continue;
+		}
 		if (c->qc->rx_state != SV_RX_PAYLOAD) {
 			if (!resp_room(c)) {
 				sv_conn_pause(c, true);
