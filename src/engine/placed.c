@@ -138,24 +138,24 @@ void sv_resp_publish(struct sv_qp *qp, uint32_t from)
  * mirror: published after the answer').  The requester needs the entry
  * only SV_MIRROR_N SENDs later.
  */
-void sv_resp_publish_later(struct sv_qp *qp, uint32_t from)
-{
-	if (!qp->publish_due) {
-		qp->publish_from = from;
-		qp->publish_due = true;
-		return;
-	}
-	/* a receiver that posts no sends: the one before goes now, with this one */
-	qp->publish_due = false;
-	sv_resp_publish(qp, qp->publish_from);
-}
-
 void sv_resp_publish_due(struct sv_qp *qp)
 {
 	if (!qp->publish_due)
 		return;
 	qp->publish_due = false;
 	sv_resp_publish(qp, qp->publish_from);
+}
+
+void sv_resp_publish_later(struct sv_qp *qp, uint32_t from)
+{
+	/* a receiver that posts no sends: the one before goes now, with this
+	 * one (a publish covers the window from its start on) */
+	if (qp->publish_due) {
+		sv_resp_publish_due(qp);
+		return;
+	}
+	qp->publish_from = from;
+	qp->publish_due = true;
 }
 
 /* Is the receive a placed SEND names the next one, and did its first
