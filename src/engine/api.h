@@ -62,10 +62,12 @@ void sv_qp_timers_stop(struct sv_qp *qp);
 void sv_engine_serve_deferred(struct sv_qp *qp);
 static inline void sv_qp_unlock(struct sv_qp *qp)
 {
-	pthread_mutex_unlock(&qp->lock);
-	/* after the unlock's locked instruction: either recv.c's
-	 * lock_or_defer finds the lock free, or we see its flag */
-	if (__atomic_load_n(&qp->deferred, __ATOMIC_SEQ_CST))
+	sv_qlock_unlock(&qp->lock);
+	/* the unlock before the look at the flag (a fence only where
+	 * membarrier is refused): either recv.c's lock_or_defer finds the
+	 * lock free, or we see its flag */
+	sv_guard_entry_fence();
+	if (__atomic_load_n(&qp->deferred, __ATOMIC_RELAXED))
 		sv_engine_serve_deferred(qp);
 }
 

@@ -115,7 +115,7 @@ static struct sv_qp *batch_take(void)
 	sv_list_for_each_safe(pos, tmp, &batch.qps) {
 		struct sv_qp *qp = sv_container_of(pos, struct sv_qp, batch_link);
 
-		if (pthread_mutex_trylock(&qp->lock))
+		if (!sv_qlock_trylock(&qp->lock))
 			continue;            /* its holder posts or serves it; later */
 		batch_unlink(qp);
 		got = qp;

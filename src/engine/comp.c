@@ -555,7 +555,7 @@ void sv_engine_on_timer(void *owner, uint64_t now)
 	struct sv_qp *qp = owner;
 	enum ibv_qp_state s;
 
-	pthread_mutex_lock(&qp->lock);
+	sv_qlock_lock(&qp->lock);
 	s = qp->attr.qp_state;
 	if (qp->rnr_deadline && now >= qp->rnr_deadline) {
 		qp->rnr_deadline = 0;
@@ -604,5 +604,5 @@ void sv_engine_on_timer(void *owner, uint64_t now)
 			ack_timeout(qp, now);
 	}
 	sv_qp_timer_update(qp);
-	pthread_mutex_unlock(&qp->lock);
+	sv_qlock_unlock(&qp->lock);
 }

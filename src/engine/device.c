@@ -49,11 +49,11 @@ static void qp_unlink(void *arg)
 
 	sv_node_free_qpn(node, qp->ibqp.qp_base.qp_num);
 	sv_mcast_detach_all(qp);
-	pthread_mutex_lock(&qp->lock);
+	sv_qlock_lock(&qp->lock);
 	sv_engine_qp_teardown(qp);
 	sv_qp_timers_stop(qp);
 	sv_node_timer_forget(node, &qp->timer);
-	pthread_mutex_unlock(&qp->lock);
+	sv_qlock_unlock(&qp->lock);
 }
 
 void sv_engine_qp_unlink(struct sv_node *node, struct sv_qp *qp)

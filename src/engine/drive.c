@@ -540,7 +540,7 @@ static bool drive_one(struct sv_conn *c)
 
 	if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) || !qp)
 		return true;
-	if (pthread_mutex_trylock(&qp->lock))
+	if (!sv_qlock_trylock(&qp->lock))
 		return false;
 	sv_stamp(SV_ST_SERVE);
 	if (!c->closed && c->connected)
@@ -663,7 +663,7 @@ static void serve_held(struct sv_cq *cq, struct sv_conn **held, int k)
 
 		if (__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE) || !qp)
 			continue;
-		if (pthread_mutex_trylock(&qp->lock)) {
+		if (!sv_qlock_trylock(&qp->lock)) {
 			__atomic_store_n(&cq->acks_held, true, __ATOMIC_RELAXED);   /* next poll */
 			continue;
 		}

@@ -31,7 +31,7 @@ void sv_engine_loopback(struct sv_node *node, uint32_t peer_qpn)
 
 	sv_engine_enter(node);
 	peer = sv_node_lookup_qp(node, peer_qpn);
-	if (peer && !pthread_mutex_trylock(&peer->lock)) {
+	if (peer && sv_qlock_trylock(&peer->lock)) {
 		struct sv_conn *c = peer->in;
 
 		if (c && c->peer_self && c->connected && !c->closed && (c->caps & SV_CAP_MAPPED))

@@ -687,14 +687,14 @@ static void attach_inbound(struct sv_conn *c)
 	}
 	qp = sv_node_lookup_qp(node, h->dst_qpn);
 	if (qp)
-		pthread_mutex_lock(&qp->lock);
+		sv_qlock_lock(&qp->lock);
 	if (!qp || !hello_acceptable(qp, h->src_qpn)) {
 		/* No such QP here: tell the requester, which retries until its
 		 * timeout, as a fabric would drop the packets. */
 		sv_conn_drop_rx_fds(c);
 		sv_xmit_ctrl(c, SV_OP_HELLO_NAK, h->src_qpn, h->dst_qpn, 0, 0);
 		if (qp)
-			pthread_mutex_unlock(&qp->lock);
+			sv_qlock_unlock(&qp->lock);
 		sv_conn_close(c);
 		return;
 	}
@@ -705,7 +705,7 @@ static void attach_inbound(struct sv_conn *c)
 		sv_rx_process(c);
 	if (c->dead)
 		sv_conn_lost(c);
-	pthread_mutex_unlock(&qp->lock);
+	sv_qlock_unlock(&qp->lock);
 }
 
 static void on_connect_done(struct sv_conn *c)
@@ -771,20 +771,26 @@ static void conn_serve(struct sv_conn *c, uint32_t events)
  * someone, mostly found the lock taken again by the next post
  * (docs/measurements.md, 'Progress thread defers to a QP lock holder').
  * It leaves the events to the holder instead, which serves them when it
- * unlocks (sv_qp_unlock).  Either the second try finds the lock free, or the
- * holder's unlock comes after the flag (a sequentially consistent store
- * and load, each on the far side of a locked instruction of the mutex).
+ * unlocks (sv_qp_unlock).  Either a later try finds the lock free, or the
+ * holder's look at the flag comes after the flag: the flag is stored
+ * before every running thread is fenced (util/guard.h), and a holder the
+ * fence finds before its unlock's store then looks after it.
  */
 static bool lock_or_defer(struct sv_conn *c, struct sv_qp *qp, uint32_t *events)
 {
 	uint32_t more;
 
-	if (!pthread_mutex_trylock(&qp->lock))
+	if (sv_qlock_trylock(&qp->lock))
 		return true;
 	sv_conn_defer(c, *events);
 	__atomic_store_n(&qp->deferred, true, __ATOMIC_SEQ_CST);
-	if (pthread_mutex_trylock(&qp->lock))
-		return false;
+	if (!sv_qlock_trylock(&qp->lock)) {
+		/* The holder's unlock is a plain store, its look at the flag
+		 * a load that may pass it: fence it, then look once more. */
+		sv_guard_fence_all();
+		if (!sv_qlock_trylock(&qp->lock))
+			return false;
+	}
 	if (sv_conn_take_deferred(c, &more)) {       /* not taken meanwhile */
 		*events |= more;
 		sv_conn_rewatch(c);
@@ -829,14 +835,14 @@ void sv_engine_on_conn(struct sv_conn *c, uint32_t events)
 	/* connecting, or not verified: rare, wait for the lock (only the
 	 * QP's two channels are left to its holder) */
 	if (!c->connected || __atomic_load_n(&c->qc->peer_state, __ATOMIC_ACQUIRE) != SV_PEER_VERIFIED)
-		pthread_mutex_lock(&qp->lock);
+		sv_qlock_lock(&qp->lock);
 	else if (!lock_or_defer(c, qp, &events))
 		return;
 	c->qc->rx_lone = false;
 	conn_serve(c, events);
 	if (c->qc->rx_lone)
 		maybe_busy_poll(c);
-	pthread_mutex_unlock(&qp->lock);
+	sv_qlock_unlock(&qp->lock);
 }
 
 /* Serve what the progress thread left to the holder of the QP's lock.
@@ -847,7 +853,7 @@ void sv_engine_serve_deferred(struct sv_qp *qp)
 
 	sv_engine_enter(node);
 	while (__atomic_load_n(&qp->deferred, __ATOMIC_SEQ_CST) &&
-	       !pthread_mutex_trylock(&qp->lock)) {
+	       sv_qlock_trylock(&qp->lock)) {
 		struct sv_conn *chans[2] = { qp->out, qp->in };
 		uint32_t events;
 
@@ -858,7 +864,7 @@ void sv_engine_serve_deferred(struct sv_qp *qp)
 				sv_conn_rewatch(chans[i]);
 			}
 		}
-		pthread_mutex_unlock(&qp->lock);
+		sv_qlock_unlock(&qp->lock);
 	}
 	sv_engine_leave(node);
 }
@@ -872,9 +878,9 @@ void sv_engine_on_mcast(void *owner, const struct sv_wire_hdr *h, const uint8_t 
 {
 	struct sv_qp *qp = owner;
 
-	pthread_mutex_lock(&qp->lock);
+	sv_qlock_lock(&qp->lock);
 	sv_resp_ud(qp, h, payload, self);
-	pthread_mutex_unlock(&qp->lock);
+	sv_qlock_unlock(&qp->lock);
 }
 
 /* A datagram the transport checked (udp/dgram.c): to its UD QP. */
@@ -885,8 +891,8 @@ void sv_engine_on_dgram(struct sv_node *node, const struct sockaddr_in *from,
 
 	if (!qp)
 		return;
-	pthread_mutex_lock(&qp->lock);
+	sv_qlock_lock(&qp->lock);
 	if (qp->ibqp.qp_base.qp_type == IBV_QPT_UD)
 		sv_resp_ud(qp, h, payload, from->sin_addr);
-	pthread_mutex_unlock(&qp->lock);
+	sv_qlock_unlock(&qp->lock);
 }

@@ -216,8 +216,8 @@ void sv_engine_pending_expired(struct sv_conn *c)
 		sv_conn_close(c);        /* it never named a QP */
 		return;
 	}
-	pthread_mutex_lock(&qp->lock);
+	sv_qlock_lock(&qp->lock);
 	if (!c->closed && c->qc->peer_state != SV_PEER_VERIFIED)
 		drop(c, "no proof in time");
-	pthread_mutex_unlock(&qp->lock);
+	sv_qlock_unlock(&qp->lock);
 }

@@ -105,8 +105,7 @@ struct sv_guard_slot *sv_guard_register(void)
 	return s;
 }
 
-/* Every running thread's stores before its next loads, as seen from here. */
-static void fence_all(void)
+void sv_guard_fence_all(void)
 {
 #ifndef SV_TSAN            /* (there entering is a seq_cst read-modify-write) */
 	if (__atomic_load_n(&sv_guard_fence_on_entry, __ATOMIC_RELAXED) ||
@@ -119,7 +118,7 @@ bool sv_guard_quiet(void)
 {
 	bool quiet = true;
 
-	fence_all();
+	sv_guard_fence_all();
 	pthread_mutex_lock(&reg.lock);
 	for (struct sv_guard_slot *s = reg.slots; s && quiet; s = s->next)
 		quiet = !__atomic_load_n(&s->inside, __ATOMIC_SEQ_CST);
@@ -167,7 +166,7 @@ void sv_guard_wrlock(void)
 
 	pthread_mutex_lock(&rwg.wmutex);
 	__atomic_store_n(&rwg.writer, 1, __ATOMIC_RELAXED);
-	fence_all();
+	sv_guard_fence_all();
 	pthread_mutex_lock(&reg.lock);
 	for (struct sv_guard_slot *s = reg.slots; s; s = s->next)
 		while (__atomic_load_n(&s->reading, __ATOMIC_ACQUIRE))

@@ -39,10 +39,16 @@ struct sv_guard_slot *sv_guard_register(void);
  * takes it on the other side. */
 static inline void sv_guard_entry_fence(void)
 {
+#ifdef SV_TSAN
+	static uint32_t word;
+
+	__atomic_fetch_add(&word, 0, __ATOMIC_SEQ_CST);   /* TSan has no fences */
+#else
 	if (__atomic_load_n(&sv_guard_fence_on_entry, __ATOMIC_RELAXED))
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	else
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+#endif
 }
 
 static inline void sv_guard_enter(void)
@@ -65,6 +71,11 @@ static inline void sv_guard_leave(void)
 
 	__atomic_store_n(&s->inside, s->inside - 1, __ATOMIC_RELEASE);
 }
+
+/* Every running thread's stores before its next loads, as seen from here:
+ * the rare side of a StoreLoad pairing whose frequent side took
+ * sv_guard_entry_fence() (util/qlock.h's holders, the guards' entries). */
+void sv_guard_fence_all(void);
 
 /* Is no thread inside a guard now?  (Fences every running thread first.) */
 bool sv_guard_quiet(void);

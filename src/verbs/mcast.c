@@ -38,7 +38,7 @@ int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid
 
 	if (ibqp->qp_type != IBV_QPT_UD || !sv_gid_is_mcast(gid))
 		return EINVAL;
-	pthread_mutex_lock(&qp->lock);
+	sv_qlock_lock(&qp->lock);
 	if (find(qp, gid))
 		goto out;                       /* already a member */
 	if (sv_list_count(&qp->mcast) >= SV_MAX_MCAST_GRP) {
@@ -83,12 +83,12 @@ static void detach_on_progress(void *arg)
 	struct sv_qp *qp = r->qp;
 	struct sv_mcast_att *a;
 
-	pthread_mutex_lock(&qp->lock);
+	sv_qlock_lock(&qp->lock);
 	a = find(qp, &r->gid);
 	if (a)
 		drop(a);
 	r->ret = a ? 0 : EINVAL;
-	pthread_mutex_unlock(&qp->lock);
+	sv_qlock_unlock(&qp->lock);
 }
 
 int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
@@ -105,8 +105,8 @@ void sv_mcast_detach_all(struct sv_qp *qp)
 {
 	struct sv_list *pos, *tmp;
 
-	pthread_mutex_lock(&qp->lock);
+	sv_qlock_lock(&qp->lock);
 	sv_list_for_each_safe(pos, tmp, &qp->mcast)
 		drop(sv_container_of(pos, struct sv_mcast_att, link));
-	pthread_mutex_unlock(&qp->lock);
+	sv_qlock_unlock(&qp->lock);
 }

@@ -204,7 +204,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 
 	sv_stamp(SV_ST_POST_SEND);
 
-	pthread_mutex_lock(&qp->lock);
+	sv_qlock_lock(&qp->lock);
 	if (!sq_state_ok(qp->attr.qp_state)) {
 		sv_qp_explain(qp, "ibv_post_send wr_id %llu: the QP is in %s, sends need RTS "
 			      "(or SQD, SQE, ERR): EINVAL", (unsigned long long)wr->wr_id,
@@ -239,7 +239,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	int ret;
 
 	sv_stamp(SV_ST_POST_RECV);
-	pthread_mutex_lock(&qp->lock);
+	sv_qlock_lock(&qp->lock);
 	/* ibv_post_recv(3): a QP attached to an SRQ takes its receives there;
 	 * XRC QPs have no receive queue (their SRQs do). */
 	if (qp->srq || qp->attr.qp_state == IBV_QPS_RESET ||

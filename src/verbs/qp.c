@@ -218,7 +218,7 @@ static struct sv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_a
 		errno = err;
 		return NULL;
 	}
-	pthread_mutex_init(&qp->lock, NULL);
+	qp->lock = (struct sv_qlock)SV_QLOCK_INIT;
 	sv_list_init(&qp->timer.link);
 	qp->timer.owner = qp;
 	sv_list_init(&qp->mcast);
@@ -344,7 +344,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 {
 	struct sv_qp *qp = to_sqp(ibqp);
 
-	pthread_mutex_lock(&qp->lock);
+	sv_qlock_lock(&qp->lock);
 	*attr = qp->attr;
 	attr->cap = qp->cap;
 	attr->sq_draining = 0;
@@ -394,7 +394,6 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	sv_pd_buf_free(qp->sq.buf_pd, qp->sq.buf, SV_RES_QP_SQ);
 	sv_rq_free(&qp->rq);
 	svst_free(qp->st);
-	pthread_mutex_destroy(&qp->lock);
 	free(qp->ex);
 	free(qp->last_err);
 	free(qp->atomic_seen);

@@ -197,7 +197,7 @@ static void x_start(struct ibv_qp_ex *q)
 {
 	struct sv_qp *qp = xqp(q);
 
-	pthread_mutex_lock(&qp->lock);
+	sv_qlock_lock(&qp->lock);
 	qp->wr_err = 0;
 	qp->ex_pending = false;
 	qp->wr_start_tail = qp->sq.tail;

@@ -355,7 +355,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	if (ret)
 		return ret;
 	sv_engine_release_all_acks(to_sctx(ibqp->context)->node);
-	pthread_mutex_lock(&qp->lock);
+	sv_qlock_lock(&qp->lock);
 	cur = qp->attr.qp_state;
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {
 		sv_qp_explain(qp, "ibv_modify_qp: IBV_QP_CUR_STATE says %s, the QP is in %s: EINVAL",

@@ -5,7 +5,8 @@
  * from it with one to_*() helper, as providers do.  Locking rules:
  *   - qp->lock guards the QP's state, its send and receive queues and its
  *     channels' transmit/receive machines.  Taken by the application (post_*,
- *     modify) and by the progress thread (frames arriving, timers).
+ *     modify) and by the progress thread (frames arriving, timers).  A
+ *     lock whose unlock is a plain store (util/qlock.h).
  *   - cq->lock guards the completion ring; taken inside qp->lock.  A spin
  *     lock (util/spin.h): held for a few stores, never across a block.
  *   - srq->lock guards the shared receive queue; taken inside qp->lock.
@@ -25,6 +26,7 @@
 
 #include "util/evfd.h"
 #include "util/list.h"
+#include "util/qlock.h"
 #include "util/spin.h"
 #include "util/time.h"
 #include "wire/proto.h"
@@ -414,7 +416,7 @@ struct sv_qp_builder {
 
 struct sv_qp {
 	struct ibv_qp_ex ibqp;       /* prefix: struct ibv_qp */
-	pthread_mutex_t lock;        /* released by application threads with sv_qp_unlock */
+	struct sv_qlock lock;        /* released by application threads with sv_qp_unlock */
 	bool deferred;               /* a channel's events wait for the lock's holder */
 	struct sv_list node_link;    /* node's list of QPs */
 	struct ibv_qp_cap cap;

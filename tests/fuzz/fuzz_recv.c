@@ -463,10 +463,10 @@ static uint64_t out_nonce(struct ibv_qp *qp)
 	struct sv_qp *sqp = to_sqp(qp);
 	uint64_t n = 0;
 
-	pthread_mutex_lock(&sqp->lock);
+	sv_qlock_lock(&sqp->lock);
 	if (sqp->out)
 		n = sqp->out->qc->nonce;
-	pthread_mutex_unlock(&sqp->lock);
+	sv_qlock_unlock(&sqp->lock);
 	return n;
 }
 
@@ -876,11 +876,11 @@ static struct qp_snap snap(struct ibv_qp *qp)
 
 	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
 		DIE("ibv_query_qp");
-	pthread_mutex_lock(&s->lock);
+	sv_qlock_lock(&s->lock);
 	r = (struct qp_snap){ .state = a.qp_state, .in = s->in, .out = s->out, .epsn = s->epsn,
 			      .rq_head = s->rq.head, .rq_tail = s->rq.tail,
 			      .resp = s->resp, .link = s->link };
-	pthread_mutex_unlock(&s->lock);
+	sv_qlock_unlock(&s->lock);
 	return r;
 }
 
@@ -940,13 +940,13 @@ static void close_channel(struct sv_conn *c)
 	struct sv_qp *qp = c->qc->qp;
 
 	if (qp)
-		pthread_mutex_lock(&qp->lock);
+		sv_qlock_lock(&qp->lock);
 	if (!c->closed) {
 		check_unbound(c);
 		sv_conn_close(c);
 	}
 	if (qp)
-		pthread_mutex_unlock(&qp->lock);
+		sv_qlock_unlock(&qp->lock);
 }
 
 static void run_stranger(const uint8_t *data, size_t size)
@@ -1203,12 +1203,12 @@ static void run_resp(const uint8_t *data, size_t size)
 	/* Take the channel over from the progress thread (as in run_stream,
 	 * the guard keeps a closed channel from being freed under us). */
 	sv_guard_enter();
-	pthread_mutex_lock(&sqp->lock);
+	sv_qlock_lock(&sqp->lock);
 	c = sqp->out;
 	if (!c || c->closed)
 		DIE("the RC QP has no outbound channel after its HELLO");
 	sv_node_unwatch(F.node, &c->h);
-	pthread_mutex_unlock(&sqp->lock);
+	sv_qlock_unlock(&sqp->lock);
 
 	while (idle < 200) {
 		size_t unread = 0;

@@ -488,7 +488,7 @@ static void responder(struct side *s, uint32_t psn, size_t chunk)
 {
 	make_rtr(s, psn);
 	s->f = fake_new(false, chunk);
-	pthread_mutex_lock(&s->sqp->lock);
+	sv_qlock_lock(&s->sqp->lock);
 	CHECK(!s->sqp->in);
 	park(s->sqp);
 	s->sqp->in = s->f->c;
@@ -515,7 +515,7 @@ static void completer_rd(struct side *s, uint32_t sq_psn, uint8_t max_rd_atomic)
 	modify(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 	       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 	s->f = fake_new(true, 65536);
-	pthread_mutex_lock(&s->sqp->lock);
+	sv_qlock_lock(&s->sqp->lock);
 	park(s->sqp);
 	s->sqp->out = s->f->c;
 	s->f->c->qc->qp = s->sqp;
@@ -646,7 +646,7 @@ static void expect_rx(struct side *s, enum sv_rx_state st, size_t got, size_t re
 {
 	struct sv_conn *c = s->f->c;
 
-	pthread_mutex_lock(&s->sqp->lock);
+	sv_qlock_lock(&s->sqp->lock);
 	if (c->qc->rx_state != st)
 		fail(__LINE__, "receive machine in %s, not %s", sv_rx_state_name(c->qc->rx_state),
 		     sv_rx_state_name(st));
@@ -815,7 +815,7 @@ static void case_send_bytewise(void)
 	expect_guard(OFF_RECV + sizeof(msg), 4096 - sizeof(msg));
 	expect_ack(&s, psn);
 	expect_no_output(s.f);
-	pthread_mutex_lock(&s.sqp->lock);
+	sv_qlock_lock(&s.sqp->lock);
 	EXPECT_EQ(s.sqp->epsn, 0xffffff);
 	sv_qp_unlock(s.sqp);
 	side_end(&s);
@@ -1357,7 +1357,7 @@ static void case_bad_magic(void)
 	 * yet: verify.c): closed, the QP keeps its state and its channel. */
 	case_name = "9 bad magic on a candidate channel";
 	f = fake_new(false, 4096);
-	pthread_mutex_lock(&s.sqp->lock);
+	sv_qlock_lock(&s.sqp->lock);
 	f->c->qc->qp = s.sqp;
 	f->c->qc->peer_state = SV_PEER_CLAIMED;
 	sv_qp_unlock(s.sqp);
@@ -1367,7 +1367,7 @@ static void case_bad_magic(void)
 	expect_no_output(f);
 	fake_free(f);
 	EXPECT_EQ(qp_state(s.qp), IBV_QPS_RTR);
-	pthread_mutex_lock(&s.sqp->lock);
+	sv_qlock_lock(&s.sqp->lock);
 	CHECK(s.sqp->in == s.f->c);
 	EXPECT_EQ(s.sqp->epsn, 600);
 	sv_qp_unlock(s.sqp);
@@ -1391,7 +1391,7 @@ static void case_bad_magic(void)
 	drive(s.f);
 	CHECK(s.f->closed);
 	expect_no_output(s.f);
-	pthread_mutex_lock(&s.sqp->lock);
+	sv_qlock_lock(&s.sqp->lock);
 	CHECK(!s.sqp->in);
 	sv_qp_unlock(s.sqp);
 	EXPECT_EQ(qp_state(s.qp), IBV_QPS_ERR);
