@@ -24,11 +24,49 @@ static bool cq_full(const struct sv_cq *cq)
 	return cq->tail - cq->head >= (uint32_t)cq->ibcq.cqe;
 }
 
+/*
+ * A completion made by the drive of the poll that will return it goes
+ * straight into that poll's array: no CQ lock to push it and none to take
+ * it, two locked instructions of a ping-pong's every completion.  Only
+ * while nothing older waits in the ring (a QP's completions keep their
+ * order: all of them are made under its lock), and not for a CQ whose
+ * entries carry timestamps.  A pointer in the thread's static TLS
+ * (initial-exec, as util/guard.h's), to the poll's frame.
+ */
+struct cq_direct {
+	struct sv_cq *cq;
+	struct ibv_wc *wc;
+	int room, n;
+};
+
+static __thread struct cq_direct *direct_self __attribute__((tls_model("initial-exec")));
+
+static struct ibv_wc *direct_slot(struct sv_cq *cq)
+{
+	struct cq_direct *d = direct_self;
+
+	if (!d || d->cq != cq || d->n == d->room || cq->ts || cq->batch_i != cq->batch_n ||
+	    __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) != __atomic_load_n(&cq->head, __ATOMIC_RELAXED))
+		return NULL;
+	return &d->wc[d->n];
+}
+
+static bool is_direct(const struct sv_cq *cq, const struct ibv_wc *wc)
+{
+	const struct cq_direct *d = direct_self;
+
+	return d && d->cq == cq && d->n < d->room && wc == &d->wc[d->n];
+}
+
 /* Completions are built in the ring itself: one built on the stack and
  * copied in is read back, a vector at a time, before its field-sized
  * stores have left the core, and each such load waits for them. */
 struct ibv_wc *sv_cq_slot(struct sv_cq *cq)
 {
+	struct ibv_wc *wc = direct_slot(cq);
+
+	if (wc)
+		return wc;
 	sv_spin_lock(&cq->lock);
 	return cq_full(cq) ? &cq->lost : &cq->ring[cq_slot(cq, cq->tail)];
 }
@@ -45,13 +83,51 @@ static void cq_overrun_report(struct sv_cq *cq, uint32_t qp_num, uint64_t wr_id,
 	sv_async_post(to_sctx(cq->ibcq.context), &ev);
 }
 
+/* (CQ lock held) The CQ was armed for this completion: disarm it. */
+static bool arm_taken(struct sv_cq *cq, bool solicited, enum ibv_wc_status status)
+{
+	if (!cq->armed && !(cq->armed_solicited && (solicited || status != IBV_WC_SUCCESS)))
+		return false;
+	__atomic_store_n(&cq->armed, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->armed_solicited, false, __ATOMIC_RELAXED);
+	return cq->ibcq.channel != NULL;
+}
+
+static void fire(struct sv_cq *cq)
+{
+	sv_engine_cq_fired(cq);
+	sv_channel_fire(cq);
+}
+
+/* Only a failed or an armed-for completion takes the lock: to be counted,
+ * or to disarm the CQ (a thread may arm it while another polls). */
+static bool direct_commit(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	bool fired = false;
+
+	direct_self->n++;
+	if (wc->status == IBV_WC_SUCCESS && !__atomic_load_n(&cq->armed, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED))
+		return true;
+	sv_spin_lock(&cq->lock);
+	if (wc->status != IBV_WC_SUCCESS)
+		cq->st->err_comps++;
+	fired = arm_taken(cq, solicited, wc->status);
+	sv_spin_unlock(&cq->lock);
+	if (fired)
+		fire(cq);
+	return true;
+}
+
 bool sv_cq_commit(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	enum ibv_wc_status status = wc->status;
-	bool fire = false, ok = wc != &cq->lost, overrun = false;
+	bool fired, ok = wc != &cq->lost, overrun = false;
 	uint32_t qp_num = wc->qp_num;
 	uint64_t wr_id = wc->wr_id;
 
+	if (is_direct(cq, wc))
+		return direct_commit(cq, wc, solicited);
 	if (!ok) {
 		cq->st->overruns++;
 		overrun = !cq->overrun;      /* told once, after the unlock */
@@ -64,18 +140,12 @@ bool sv_cq_commit(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	}
 	if (status != IBV_WC_SUCCESS)
 		cq->st->err_comps++;
-	if (cq->armed || (cq->armed_solicited && (solicited || status != IBV_WC_SUCCESS))) {
-		__atomic_store_n(&cq->armed, false, __ATOMIC_RELAXED);
-		__atomic_store_n(&cq->armed_solicited, false, __ATOMIC_RELAXED);
-		fire = cq->ibcq.channel != NULL;
-	}
+	fired = arm_taken(cq, solicited, status);
 	sv_spin_unlock(&cq->lock);
 	if (overrun)
 		cq_overrun_report(cq, qp_num, wr_id, status);
-	if (fire) {
-		sv_engine_cq_fired(cq);
-		sv_channel_fire(cq);
-	}
+	if (fired)
+		fire(cq);
 	return ok;
 }
 
@@ -138,7 +208,14 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	sv_engine_polling(cq, 1);
 	/* Cheap emptiness check first: pollers spin here. */
 	if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
+		struct cq_direct d = { .cq = cq, .wc = wc, .room = num_entries };
+
+		direct_self = &d;
 		sv_engine_drive(node, cq);
+		direct_self = NULL;
+		n = d.n;
+		if (n)
+			goto found;
 		if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
 		    __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
 			sv_engine_spin_start(node, cq);
@@ -155,6 +232,11 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	}
 	cq->st->polled = cq->head;
 	sv_spin_unlock(&cq->lock);
+	sv_engine_polling(cq, (uint32_t)n);
+	sv_stamp(SV_ST_POLL_FOUND);
+	return n;
+found:
+	sv_engine_spin_found(node, cq);
 	sv_engine_polling(cq, (uint32_t)n);
 	sv_stamp(SV_ST_POLL_FOUND);
 	return n;
