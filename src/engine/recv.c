@@ -469,7 +469,8 @@ static bool rx_placed(struct sv_conn *c)
 		return false;
 	sv_trace("qp %u rx %s (taken in place)", qp->ibqp.qp_base.qp_num, sv_op_info(h.opcode)->name);
 	c->qc->rx_hdr = h;
-	if (sv_conn_read(c, &h, SV_WIRE_SHORT_LEN) != SV_WIRE_SHORT_LEN)
+	if (!sv_chan_skip(c, SV_WIRE_SHORT_LEN) &&
+	    sv_conn_read(c, &h, SV_WIRE_SHORT_LEN) != SV_WIRE_SHORT_LEN)
 		sv_engine_protocol_error(c, "a placed SEND's header went away");
 	sv_stat_rx(c);
 	return true;

@@ -91,6 +91,8 @@ struct sv_chan_ops {
 	/* optional: the next `len` bytes of input, left there (false: not all
 	 * in yet); a reader that takes them reads them */
 	bool (*peek)(struct sv_conn *c, void *buf, size_t len);
+	/* take the next frame, exactly `len` bytes and peeked whole, uncopied */
+	bool (*skip)(struct sv_conn *c, size_t len);
 	/* optional: report input (epoll, wake-ups) only once `bytes` wait;
 	 * 1 again: any byte.  The engine asks only for bytes on their way. */
 	void (*rx_lowat)(struct sv_conn *c, uint32_t bytes);
@@ -408,6 +410,12 @@ static inline int sv_chan_direct(struct sv_conn *c, const struct sv_direct *d)
 static inline bool sv_chan_peek(struct sv_conn *c, void *buf, size_t len)
 {
 	return c->ops->peek && c->ops->peek(c, buf, len);
+}
+
+/* Take the `len` bytes just peeked, a whole frame (false: not taken). */
+static inline bool sv_chan_skip(struct sv_conn *c, size_t len)
+{
+	return c->ops->skip && !(c->caps & SV_CAP_LOSSY) && c->ops->skip(c, len);
 }
 
 /* Wake the channel's readers only once `bytes` of input wait (1: any).

@@ -7,7 +7,8 @@
  *  - payload bytes that look like record words (the stream position of
  *    where they lie, with a length) are never taken for records;
  *  - a record whose length goes past the ring is not input;
- *  - an empty write, a full ring and an empty ring move nothing.
+ *  - an empty write, a full ring and an empty ring move nothing;
+ *  - a skip takes only a whole record of exactly its length, not begun.
  * Each process has a watchdog (alarm). */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -184,6 +185,29 @@ static void edges(void)
 		CHECK(sv_ring_has_input(q, DATA(q), SIZE));
 		CHECK(sv_ring_read(q, DATA(q), SIZE, &o, 1, &qrd) == 100);
 		CHECK(!memcmp(out, big, 100) && !sv_ring_has_input(q, DATA(q), SIZE));
+	}
+	/* skip: only a whole record of exactly that length, not begun */
+	{
+		struct sv_ring *q = new_ring();
+		struct sv_ring_rd qrd = { 0 };
+		uint64_t qseen = 0;
+		uint8_t hdr[24];
+
+		CHECK(!sv_ring_skip(q, DATA(q), SIZE, 24, &qrd));        /* empty */
+		in.iov_len = 24;
+		CHECK(sv_ring_write(q, DATA(q), SIZE, &in, 1, &qseen) == 24);
+		in.iov_len = 40;
+		CHECK(sv_ring_write(q, DATA(q), SIZE, &in, 1, &qseen) == 40);
+		CHECK(!sv_ring_skip(q, DATA(q), SIZE, 16, &qrd));        /* shorter */
+		CHECK(!sv_ring_skip(q, DATA(q), SIZE, 40, &qrd));        /* longer */
+		CHECK(sv_ring_peek(q, DATA(q), SIZE, hdr, 24, &qrd));
+		CHECK(sv_ring_skip(q, DATA(q), SIZE, 24, &qrd));
+		o.iov_len = 8;                                            /* the next, begun */
+		CHECK(sv_ring_read(q, DATA(q), SIZE, &o, 1, &qrd) == 8);
+		CHECK(!sv_ring_skip(q, DATA(q), SIZE, 32, &qrd));
+		o.iov_len = sizeof(out);
+		CHECK(sv_ring_read(q, DATA(q), SIZE, &o, 1, &qrd) == 32);
+		CHECK(!sv_ring_has_input(q, DATA(q), SIZE));
 	}
 	/* a length past the ring is not a record */
 	{

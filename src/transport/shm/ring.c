@@ -172,6 +172,17 @@ bool sv_ring_peek(const struct sv_ring *r, const uint8_t *data, uint32_t size, v
 	return true;
 }
 
+bool sv_ring_skip(struct sv_ring *r, const uint8_t *data, uint32_t size, size_t len,
+		  const struct sv_ring_rd *rd)
+{
+	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+
+	if (rd->off || !len || record_at(data, size, head) != len)
+		return false;
+	__atomic_store_n(&r->head, head + rec_span(len), __ATOMIC_RELEASE);
+	return true;
+}
+
 /* Where the next record is depends on the word of this one: a run of
  * small records would take one cache miss after the other.  Asking for the
  * lines ahead at once lets their transfers overlap. */

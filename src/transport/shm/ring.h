@@ -93,6 +93,11 @@ size_t sv_ring_write(struct sv_ring *r, uint8_t *data, uint32_t size, const stru
 		     int n, uint64_t *head_seen);
 size_t sv_ring_read(struct sv_ring *r, const uint8_t *data, uint32_t size, const struct iovec *iov,
 		    int n, struct sv_ring_rd *rd);
+/* Consumer: take the record at its position, not begun, if it is exactly
+ * `len` bytes long, without copying it (its bytes were peeked); returns
+ * whether it did. */
+bool sv_ring_skip(struct sv_ring *r, const uint8_t *data, uint32_t size, size_t len,
+		  const struct sv_ring_rd *rd);
 /* Consumer: copy the next `len` bytes without taking them, if the record
  * it is reading holds them all. */
 bool sv_ring_peek(const struct sv_ring *r, const uint8_t *data, uint32_t size, void *buf,

@@ -155,6 +155,15 @@ static bool writer_waits(struct sv_ring *rx)
 #endif
 }
 
+/* Records taken: room for a writer that waits for it? */
+static void room_made(struct sv_conn *c)
+{
+	if (writer_waits(c->shm.rx)) {
+		sv_conn_board_post(c);   /* room for the writer's waiting bytes */
+		ring_doorbell(c, &c->shm.rx->producer_wants_wake, false);
+	}
+}
+
 /* A closed ring is the socket's EOF: after the last record (the peer's
  * records come before its mark, so one more look after seeing the mark
  * finds them all). */
@@ -168,11 +177,17 @@ static ssize_t shm_readv(struct sv_conn *c, const struct iovec *iov, int n)
 		c->dead = true;
 		return -EPIPE;
 	}
-	if (r && writer_waits(rx)) {
-		sv_conn_board_post(c);   /* room for the writer's waiting bytes */
-		ring_doorbell(c, &rx->producer_wants_wake, false);
-	}
+	if (r)
+		room_made(c);
 	return r ? (ssize_t)r : -EAGAIN;
+}
+
+static bool shm_skip(struct sv_conn *c, size_t len)
+{
+	if (!sv_ring_skip(c->shm.rx, c->shm.rx_data, c->shm.size, len, &c->shm.rx_rd))
+		return false;
+	room_made(c);
+	return true;
 }
 
 static bool shm_peek(struct sv_conn *c, void *buf, size_t len)
@@ -271,6 +286,7 @@ const struct sv_chan_ops sv_ring_ops = {
 	.direct = sv_conn_direct,
 	.pull = sv_conn_pull,
 	.peek = shm_peek,
+	.skip = shm_skip,
 	.recv_publish = sv_conn_recv_publish,
 	.place = sv_conn_place,
 };
