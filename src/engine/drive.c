@@ -573,13 +573,10 @@ void sv_engine_polling(struct sv_cq *cq, uint32_t work)
 
 static void poll_stamp(struct sv_cq *cq)
 {
-	struct sv_seg *self;
 	uint64_t now = sv_now_ns();
 
 	__atomic_store_n(&cq->last_poll_ns, now, __ATOMIC_RELAXED);
-	self = sv_seg_self();
-	if (self)
-		__atomic_store_n(&self->last_poll_ns, now, __ATOMIC_RELAXED);
+	sv_node_poll_stamp(to_sctx(cq->ibcq.context)->node, now);
 }
 
 /* A poller in a long receive batch (a run of large pulled SENDs can keep
@@ -607,16 +604,14 @@ void sv_engine_still_polling(struct sv_conn *c)
 void sv_engine_posting(struct sv_cq *cq)
 {
 	uint32_t posts;
-	struct sv_seg *self;
 
 	if (__atomic_load_n(&cq->armed, __ATOMIC_RELAXED) ||
 	    __atomic_load_n(&cq->armed_solicited, __ATOMIC_RELAXED))
 		return;
 	posts = __atomic_load_n(&cq->posts, __ATOMIC_RELAXED);
 	__atomic_store_n(&cq->posts, posts + 1, __ATOMIC_RELAXED);
-	if ((posts & 15) || !(self = sv_seg_self()))
-		return;
-	__atomic_store_n(&self->last_poll_ns, sv_now_ns(), __ATOMIC_RELAXED);
+	if (!(posts & 15))
+		sv_node_poll_stamp(to_sctx(cq->ibcq.context)->node, sv_now_ns());
 }
 
 /* Is an application thread polling the CQ this ring channel completes to?
@@ -1099,8 +1094,10 @@ void sv_engine_stop_polling(struct sv_cq *cq)
 	struct sv_seg *self = sv_seg_self();
 
 	__atomic_store_n(&cq->last_poll_ns, 0, __ATOMIC_RELAXED);
-	if (self)
+	if (self) {
+		sv_seg_stamp_clearing();
 		__atomic_store_n(&self->last_poll_ns, 0, __ATOMIC_RELAXED);
+	}
 	if (__atomic_load_n(&cq->nrings, __ATOMIC_ACQUIRE))
 		rings_arm(cq, true);
 	if (__atomic_load_n(&cq->dgram_socks, __ATOMIC_RELAXED))

@@ -341,18 +341,39 @@ static int run_timers(struct sv_node *node)
  * SV_SHM_IDLE_SLEEP_MS (docs/measurements.md, 'Ring sleep bound').  A
  * wake-up looks at the rings off the board and at those the board names;
  * at every ring only each SOFTVERBS_RING_LOOK_MS, in case a bit went missing
- * (docs/measurements.md, 'Progress thread: the board'). */
+ * (docs/measurements.md, 'Progress thread: the board').  Idle for longer
+ * still, it sleeps deep, SV_SHM_DEEP_SLEEP_MS (rings_quiet, below). */
 #define SV_SHM_MAX_SLEEP_MS 5
 #define SV_SHM_IDLE_MS 20
 #define SV_SHM_IDLE_SLEEP_MS 50
+#define SV_SHM_DEEP_SLEEP_MS 1000
+
+/* (node.h) */
+void sv_node_poll_stamp(struct sv_node *node, uint64_t now)
+{
+	struct sv_seg *self = sv_seg_self();
+
+	if (!self)
+		return;
+	if (__atomic_load_n(&self->last_poll_ns, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&self->last_poll_ns, now, __ATOMIC_RELAXED);
+		return;
+	}
+	/* Dekker with deep_sleep_bound: our stamp before our look at its flag */
+	__atomic_exchange_n(&self->last_poll_ns, now, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&node->deep_sleep, __ATOMIC_SEQ_CST))
+		sv_node_kick(node);
+}
 
 /* Has no application thread polled for SV_SHM_IDLE_MS?  Then the stamp
- * says so (unless a poll stamped it meanwhile). */
-static bool rings_idle(void)
+ * says so (unless a poll stamped it meanwhile).  *was_asleep: it said so
+ * already. */
+static bool rings_idle(bool *was_asleep)
 {
 	struct sv_seg *self = sv_seg_self();
 	uint64_t last = self ? __atomic_load_n(&self->last_poll_ns, __ATOMIC_RELAXED) : 0;
 
+	*was_asleep = !last;
 	if (!last)
 		return true;
 	if (sv_now_ns() - last < SV_SHM_IDLE_MS * 1000000ull)
@@ -361,20 +382,62 @@ static bool rings_idle(void)
 					   __ATOMIC_RELAXED);
 }
 
+/*
+ * A wake-up that only its sleep's bound brought, while the stamp has been 0
+ * since the last look (it was 0 then and is now, and no thread cleared it
+ * in between, which it would have had to after a poll), looks at no ring:
+ * every writer since saw the 0 and rang, and a doorbell would have been an
+ * event.  The thread then sleeps deep (deep_sleep_bound): each wake-up
+ * costs this VM far more than its look (docs/measurements.md, 'Idle: a
+ * deep sleep, kicked by the first poll').  The look at every ring each
+ * SOFTVERBS_RING_LOOK_MS stays.
+ */
+static bool rings_quiet(struct sv_node *node, bool idle, bool was_asleep, uint32_t clears,
+			bool full)
+{
+	return idle && was_asleep && node->woke_by_bound && node->rings_looked_asleep &&
+	       clears == node->rings_clears && !full;
+}
+
+/* Quiet: nothing can come without a doorbell until an application thread
+ * polls again, and its first stamp kicks us (sv_node_poll_stamp).  Either
+ * it sees the flag or we see its stamp. */
+static int deep_sleep_bound(struct sv_node *node)
+{
+	struct sv_seg *self = sv_seg_self();
+
+	__atomic_store_n(&node->deep_sleep, true, __ATOMIC_SEQ_CST);
+	if (self && __atomic_load_n(&self->last_poll_ns, __ATOMIC_SEQ_CST)) {
+		__atomic_store_n(&node->deep_sleep, false, __ATOMIC_RELAXED);
+		return SV_SHM_MAX_SLEEP_MS;
+	}
+	return SV_SHM_DEEP_SLEEP_MS;
+}
+
 static int serve_rings(struct sv_node *node, int timeout)
 {
 	struct sv_conn *ready[64];
-	bool idle = rings_idle();       /* before the writers are asked */
+	bool was_asleep, idle = rings_idle(&was_asleep);       /* before the writers are asked */
+	uint32_t clears = sv_seg_stamp_clears();              /* after the stamp */
 	uint64_t now = sv_now_ns();
 	uint32_t every = sv_ring_look_ms();
 	struct sv_ring_look look = {
 		.full = every && now - node->rings_full_ns >= every * 1000000ull
 	};
-	int n, served = 0;
+	int n = 0, served = 0;
+	bool quiet;
 
 	if (look.full)
 		node->rings_full_ns = now;
-	n = sv_conn_shm_arm_all(node, ready, 64, &look);
+	quiet = rings_quiet(node, idle, was_asleep, clears, look.full);
+	if (quiet) {
+		look.any = node->rings_any;
+	} else {
+		n = sv_conn_shm_arm_all(node, ready, 64, &look);
+		node->rings_any = look.any;
+		node->rings_looked_asleep = idle;
+		node->rings_clears = clears;
+	}
 	now = sv_now_ns();
 
 	for (int i = 0; i < n; i++) {
@@ -396,7 +459,8 @@ static int serve_rings(struct sv_node *node, int timeout)
 			return 1;
 	}
 	if (look.any) {
-		int bound = idle ? SV_SHM_IDLE_SLEEP_MS : SV_SHM_MAX_SLEEP_MS;
+		int bound = quiet ? deep_sleep_bound(node) :
+			    idle ? SV_SHM_IDLE_SLEEP_MS : SV_SHM_MAX_SLEEP_MS;
 
 		if (timeout < 0 || timeout > bound)
 			return bound;
@@ -470,6 +534,8 @@ static void *progress_main(void *arg)
 		}
 		n = sv_epoll_wait(node->epfd, evs, 64, timeout);
 		__atomic_store_n(&node->sleep_until, 0, __ATOMIC_SEQ_CST);   /* awake */
+		node->woke_by_bound = n == 0 && timeout > 0;
+		__atomic_store_n(&node->deep_sleep, false, __ATOMIC_RELAXED);
 
 		for (int i = 0; i < n; i++) {
 			struct sv_handler *h = evs[i].data.ptr;

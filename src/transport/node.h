@@ -106,6 +106,12 @@ struct sv_node {
 	int life_r, life_w;          /* our life line's pipe, handed to same-host peers (shm/peer.h) */
 	struct sv_list shm_peers;    /* theirs, with their bells, one per process (node lock) */
 	bool rings_left;             /* progress thread left ready rings to a poller */
+	/* progress thread: its last look at the rings came with our poll stamp
+	 * 0, the count of its clears then (shm/segment.h), whether any ring
+	 * was there, and whether this wake-up is only its sleep's bound */
+	bool rings_looked_asleep, rings_any, woke_by_bound;
+	uint32_t rings_clears;
+	bool deep_sleep;             /* progress thread sleeps past the idle bound: a poll stamp kicks it */
 	bool ticking;                /* the progress thread ticks for spinning pollers */
 	uint64_t busy_until;         /* progress thread: polls, not sleeps, until (ns) */
 	uint8_t *udp_buf;            /* progress thread's datagram buffer */
@@ -134,6 +140,10 @@ int sv_node_watch(struct sv_node *node, struct sv_handler *h, uint32_t events);
 int sv_node_rewatch(struct sv_node *node, struct sv_handler *h, uint32_t events);
 void sv_node_unwatch(struct sv_node *node, struct sv_handler *h);
 void sv_node_kick(struct sv_node *node);
+/* An application thread polled (or posted): the process's poll stamp
+ * (shm/segment.h) says so; the first after it was 0 wakes a progress
+ * thread in its deep sleep (node.c, serve_rings). */
+void sv_node_poll_stamp(struct sv_node *node, uint64_t now);
 /* Run fn(arg) on the progress thread and wait for it. */
 void sv_node_sync(struct sv_node *node, void (*fn)(void *), void *arg);
 /* Set a timer's deadline (ns; 0: none); its owner's lock is held.  Cheap

@@ -44,6 +44,18 @@ static void seg_create(void)
 	__atomic_store_n(&self, s, __ATOMIC_RELEASE);
 }
 
+static uint32_t stamp_clears;
+
+void sv_seg_stamp_clearing(void)
+{
+	__atomic_add_fetch(&stamp_clears, 1, __ATOMIC_SEQ_CST);
+}
+
+uint32_t sv_seg_stamp_clears(void)
+{
+	return __atomic_load_n(&stamp_clears, __ATOMIC_ACQUIRE);
+}
+
 struct sv_seg *sv_seg_self(void)
 {
 	struct sv_seg *s = __atomic_load_n(&self, __ATOMIC_ACQUIRE);

@@ -57,6 +57,12 @@ struct sv_seg {
 };
 
 struct sv_seg *sv_seg_self(void);
+/* An application thread is about to clear our poll stamp (it will sleep:
+ * ibv_req_notify_cq); counted first, so that whoever sees the cleared
+ * stamp sees the count too.  The progress thread tells from the count
+ * whether the stamp stayed 0 between two of its looks (transport/node.c). */
+void sv_seg_stamp_clearing(void);
+uint32_t sv_seg_stamp_clears(void);
 /* In a forked child: the inherited segment is the parent's; make a new one. */
 void sv_seg_forget_after_fork(void);
 int sv_seg_fd(void);
