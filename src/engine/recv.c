@@ -866,6 +866,7 @@ void sv_engine_serve_deferred(struct sv_qp *qp)
 			}
 		}
 		sv_qlock_unlock(&qp->lock);
+		sv_guard_entry_fence();      /* before the next look at the flag (sv_qp_unlock) */
 	}
 	sv_engine_leave(node);
 }
