@@ -196,6 +196,23 @@ void sv_cq_clean_qp(struct sv_qp *qp)
 		cq_clean(qp->scq, qp_num, false);
 }
 
+/* Up to `num` entries: first those start_poll took, then the ring's. */
+static int ring_take(struct sv_cq *cq, int num, struct ibv_wc *wc)
+{
+	int n = 0;
+
+	sv_spin_lock(&cq->lock);
+	while (n < num && cq->batch_i < cq->batch_n)    /* taken by start_poll */
+		wc[n++] = cq->batch[cq->batch_i++];
+	while (n < num && cq->head != cq->tail) {
+		wc[n++] = cq->ring[cq_slot(cq, cq->head)];
+		__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
+	}
+	cq->st->polled = cq->head;
+	sv_spin_unlock(&cq->lock);
+	return n;
+}
+
 int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct sv_cq *cq = to_scq(ibcq);
@@ -214,29 +231,15 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		sv_engine_drive(node, cq);
 		direct_self = NULL;
 		n = d.n;
-		if (n)
-			goto found;
-		if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
-		    __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
+		if (!n && __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
+			  __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
 			sv_engine_spin_start(node, cq);
 			return 0;
 		}
 	}
 	sv_engine_spin_found(node, cq);
-	sv_spin_lock(&cq->lock);
-	while (n < num_entries && cq->batch_i < cq->batch_n)    /* taken by start_poll */
-		wc[n++] = cq->batch[cq->batch_i++];
-	while (n < num_entries && cq->head != cq->tail) {
-		wc[n++] = cq->ring[cq_slot(cq, cq->head)];
-		__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
-	}
-	cq->st->polled = cq->head;
-	sv_spin_unlock(&cq->lock);
-	sv_engine_polling(cq, (uint32_t)n);
-	sv_stamp(SV_ST_POLL_FOUND);
-	return n;
-found:
-	sv_engine_spin_found(node, cq);
+	if (!n)          /* a drive that filled ours leaves the ring to the next poll */
+		n = ring_take(cq, num_entries, wc);
 	sv_engine_polling(cq, (uint32_t)n);
 	sv_stamp(SV_ST_POLL_FOUND);
 	return n;
