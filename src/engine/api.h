@@ -60,14 +60,20 @@ void sv_qp_timers_stop(struct sv_qp *qp);
  * not wait for that lock: it leaves the channel's events to the holder
  * (recv.c), who serves them here. */
 void sv_engine_serve_deferred(struct sv_qp *qp);
-static inline void sv_qp_unlock(struct sv_qp *qp)
+
+/* Release the lock; are a channel's events left to us?  The unlock
+ * before the look at the flag (a fence only where membarrier is refused):
+ * either recv.c's lock_or_defer finds the lock free, or we see its flag. */
+static inline bool sv_qp_release(struct sv_qp *qp)
 {
 	sv_qlock_unlock(&qp->lock);
-	/* the unlock before the look at the flag (a fence only where
-	 * membarrier is refused): either recv.c's lock_or_defer finds the
-	 * lock free, or we see its flag */
 	sv_guard_entry_fence();
-	if (__atomic_load_n(&qp->deferred, __ATOMIC_RELAXED))
+	return __atomic_load_n(&qp->deferred, __ATOMIC_RELAXED);
+}
+
+static inline void sv_qp_unlock(struct sv_qp *qp)
+{
+	if (sv_qp_release(qp))
 		sv_engine_serve_deferred(qp);
 }
 

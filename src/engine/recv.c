@@ -853,8 +853,8 @@ void sv_engine_serve_deferred(struct sv_qp *qp)
 	struct sv_node *node = to_sctx(qp->ibqp.qp_base.context)->node;
 
 	sv_engine_enter(node);
-	while (__atomic_load_n(&qp->deferred, __ATOMIC_SEQ_CST) &&
-	       sv_qlock_trylock(&qp->lock)) {
+	for (bool more = __atomic_load_n(&qp->deferred, __ATOMIC_SEQ_CST);
+	     more && sv_qlock_trylock(&qp->lock); ) {
 		struct sv_conn *chans[2] = { qp->out, qp->in };
 		uint32_t events;
 
@@ -865,8 +865,7 @@ void sv_engine_serve_deferred(struct sv_qp *qp)
 				sv_conn_rewatch(chans[i]);
 			}
 		}
-		sv_qlock_unlock(&qp->lock);
-		sv_guard_entry_fence();      /* before the next look at the flag (sv_qp_unlock) */
+		more = sv_qp_release(qp);
 	}
 	sv_engine_leave(node);
 }
