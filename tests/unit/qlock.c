@@ -2,7 +2,8 @@
  * (src/util/guard.c, sv_guard_fence_all):
  *   1. trylock fails while held, succeeds when free;
  *   2. mutual exclusion among four threads, some holds long enough that
- *      waiters go to sleep (and are seen sleeping);
+ *      waiters may go to sleep; and a waiter behind a hold that lasts
+ *      until it is seen asleep on the futex gets the lock after it;
  *   3. the deferral handshake of engine/recv.c, run as a litmus test: a
  *      holder unlocks and looks at a flag while another thread sets the
  *      flag and tries the lock; with sv_guard_fence_all before its last
@@ -58,10 +59,38 @@ static void exclusion(void)
 		pthread_join(t[i], NULL);
 	if (counter != 4 * 20000)
 		FAIL("counter %lu, want %d: two holders at once", counter, 4 * 20000);
-	if (!max_sleepers)
-		FAIL("no waiter slept through a 2 ms hold");
 	if (lock.held || lock.sleepers)
 		FAIL("left held %u, sleepers %u", lock.held, lock.sleepers);
+}
+
+static void *one_waiter(void *arg)
+{
+	(void)arg;
+	sv_qlock_lock(&lock);
+	counter++;
+	sv_qlock_unlock(&lock);
+	return NULL;
+}
+
+/* A hold that lasts until the waiter is seen asleep on the futex, then
+ * the waiter gets the lock (the unlock wakes it, or its nap ends). */
+static void sleeper(void)
+{
+	unsigned long before = counter;
+	pthread_t t;
+	int ms = 0;
+
+	sv_qlock_lock(&lock);
+	pthread_create(&t, NULL, one_waiter, NULL);
+	while (!__atomic_load_n(&lock.sleepers, __ATOMIC_RELAXED) && ms++ < 10000)
+		nap_us(1000);
+	if (!lock.sleepers)
+		FAIL("no waiter went to sleep behind a 10 s hold");
+	sv_qlock_unlock(&lock);
+	pthread_join(t, NULL);
+	if (counter != before + 1 || lock.held || lock.sleepers)
+		FAIL("the sleeper: counter %lu (want %lu), held %u, sleepers %u", counter,
+		     before + 1, lock.held, lock.sleepers);
 }
 
 /* ---- 3: the litmus test ---- */
@@ -149,8 +178,9 @@ int main(void)
 		FAIL("trylock: free lock refused or held lock taken");
 	sv_qlock_unlock(&lock);
 	exclusion();
+	sleeper();
 	litmus();
-	printf("qlock: ok (waiters slept: up to %u; membarrier %s)\n", max_sleepers,
+	printf("qlock: ok (sleepers seen in the exclusion run: up to %u; membarrier %s)\n", max_sleepers,
 	       sv_guard_fence_on_entry ? "refused: fences on entry" : "in use");
 	return 0;
 }
