@@ -224,7 +224,8 @@ void sv_req_link_failed(struct sv_qp *qp);
  * addresses of their data (req.c): the responder pulls it with one
  * cross-memory read straight into the receive buffer (one copy instead of
  * two through the ring).  The data stays ours until the ACK, which follows
- * the pull.  Smaller ones may be placed (placed.c). */
+ * the pull.  Smaller ones may be placed (placed.c), and larger ones too
+ * while the QP streams SENDs. */
 #define SV_PULL_MIN (32 * 1024)
 
 /* placed.c: SENDs the requester places in the peer's receive itself, from
@@ -233,12 +234,14 @@ void sv_req_link_failed(struct sv_qp *qp);
  * requester, a page of its RSS per QP, which a QP that carries a few small
  * SENDs should not pay, while a busy one's small SENDs are much faster
  * placed (docs/measurements.md, 'Placed SENDs of any size').  (A larger
- * one is pulled: one copy too, by the core that reads it next in a
- * ping-pong, measured faster at 64 KiB.) */
+ * one is pulled in a ping-pong: one copy too, by the core that reads it
+ * next, measured faster at 64 KiB; placed in a stream, by the core whose
+ * cache holds it.) */
 #define SV_PLACE_MIN 256
 #define SV_PLACE_WARM 16
 /* The frame of one placed now, or before (false: it travels as a SEND). */
 bool sv_req_place(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe *f);
+bool sv_req_place_waits(struct sv_qp *qp, const struct sv_swqe *w);
 void sv_req_count_recv(struct sv_qp *qp, uint8_t op);      /* a request took its PSN */
 bool sv_resp_placed_ok(struct sv_qp *qp, const struct sv_wire_hdr *h);
 void sv_resp_publish_later(struct sv_qp *qp, uint32_t from);  /* a take let it in */

@@ -2,19 +2,22 @@
  * SENDs a same-host requester places itself (transport/shm/mirror.h).
  *
  * Requester: a SEND or SEND with immediate on an RC QP, of SV_PLACE_MIN
- * bytes (of any size from the peer's receive SV_PLACE_WARM on) up to
- * SV_PULL_MIN, with nothing in flight before it and never sent before, is
- * copied into the peer's receive it takes (peer_rq_next) if the channel
- * can place it there.  Its
- * frame (SV_OP_PLACED) then only tells the responder, and its WQE
- * completes once that frame is written, as a NIC's completes on the ACK
- * of a SEND the responder has.  Otherwise it travels as any SEND.
+ * bytes (of any size from the peer's receive SV_PLACE_WARM on), with
+ * nothing in flight before it and never sent before, is copied into the
+ * peer's receive it takes (peer_rq_next) if the channel can place it
+ * there; one of SV_PULL_MIN bytes and more only while the QP streams
+ * (else the responder pulls it, req.c).  Its frame (SV_OP_PLACED) then
+ * only tells the responder, and its WQE completes once that frame is
+ * written, as a NIC's completes on the ACK of a SEND the responder has.
+ * Otherwise it travels as any SEND.
  *
  * Responder: the receives posted to the QP are published, up to
  * SV_MIRROR_N from the next one, for the channel its requests come on; a
  * placed SEND names the receive it took, which must be the next one
  * (resp.c completes it).
  */
+#include <errno.h>
+
 #include "engine/capture.h"
 #include "engine/engine.h"
 #include "engine/stat.h"
@@ -29,14 +32,54 @@ static bool place_sized(uint32_t idx, uint32_t len)
 
 /* ---- requester ---- */
 
-static bool placeable(const struct sv_qp *qp, const struct sv_swqe *w)
+static bool is_send(const struct sv_swqe *w)
+{
+	return w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM;
+}
+
+/* How much the peer has sent us: its requests we took, and the receives
+ * its SENDs took (placed ones take no PSN). */
+static uint32_t heard(const struct sv_qp *qp)
+{
+	return qp->epsn + qp->rq.head;
+}
+
+/* Does the QP stream SENDs: nothing heard from the peer since our last
+ * one?  A large SEND is pulled by the responder in a ping-pong, where the
+ * core that reads the message next copies it (measured faster), and
+ * placed in a stream, where the sender's core holds the data
+ * (docs/measurements.md, 'Large SENDs: placed in a stream'). */
+static bool streams(const struct sv_qp *qp)
+{
+	return !qp->sent_send || qp->send_heard == heard(qp);
+}
+
+/* All but "nothing in flight before it". */
+static bool placeable_busy(const struct sv_qp *qp, const struct sv_swqe *w)
 {
 	const struct sv_conn *c = qp->out;
 
-	return (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) && !w->psn_set &&
-	       place_sized(qp->peer_rq_next, w->length) && w->length < SV_PULL_MIN &&
-	       qp->ibqp.qp_base.qp_type == IBV_QPT_RC && qp->sq.head == qp->sq.next && c &&
-	       c->cma_ok && !(c->caps & SV_CAP_LOSSY) && !sv_conn_peer_left(c);
+	return is_send(w) && !w->psn_set && place_sized(qp->peer_rq_next, w->length) &&
+	       (w->length < SV_PULL_MIN || streams(qp)) &&
+	       qp->ibqp.qp_base.qp_type == IBV_QPT_RC && c && c->cma_ok &&
+	       !(c->caps & SV_CAP_LOSSY) && !sv_conn_peer_left(c);
+}
+
+static bool placeable(const struct sv_qp *qp, const struct sv_swqe *w)
+{
+	return qp->sq.head == qp->sq.next && placeable_busy(qp, w);
+}
+
+/* A large SEND of a stream waits for the ACK of the SEND in flight before
+ * it (pulled: the first after a ping-pong, or one whose receive was not
+ * published yet), which kicks the requester (comp.c), rather than be
+ * pulled too: each pulled one would keep the next in flight, and the
+ * stream would stay pulled.  Not where placing is refused (the peer's
+ * memory is not mapped: every SEND is pulled). */
+bool sv_req_place_waits(struct sv_qp *qp, const struct sv_swqe *w)
+{
+	return w->length >= SV_PULL_MIN && !qp->place_refused && qp->sq.head != qp->sq.next &&
+	       is_send(sv_sq_at(&qp->sq, qp->sq.next - 1)) && placeable_busy(qp, w);
 }
 
 /* Copy it into the peer's receive (its payload: iov[0..*n)); false: it
@@ -44,6 +87,7 @@ static bool placeable(const struct sv_qp *qp, const struct sv_swqe *w)
 static bool place(struct sv_qp *qp, struct sv_swqe *w, struct iovec *iov, int *n)
 {
 	size_t total;
+	int r;
 
 	if (w->is_inline) {
 		iov[0].iov_base = (uint8_t *)&w->sge[qp->sq.max_sge];
@@ -53,7 +97,9 @@ static bool place(struct sv_qp *qp, struct sv_swqe *w, struct iovec *iov, int *n
 				    &total) != IBV_WC_SUCCESS) {
 		return false;           /* its frame's fill fails it, and says why */
 	}
-	if (sv_chan_place(qp->out, qp->peer_rq_next, iov, *n, w->length))
+	r = sv_chan_place(qp->out, qp->peer_rq_next, iov, *n, w->length);
+	qp->place_refused = r && r != -EAGAIN;
+	if (r)
 		return false;
 	w->placed = true;
 	w->psn = qp->peer_rq_next++;
@@ -67,8 +113,16 @@ bool sv_req_place(struct sv_qp *qp, struct sv_swqe *w, struct sv_txframe *f)
 	bool again = w->placed;       /* placed before, and a rewind dropped its frame */
 	int n = 0;
 
-	if (!again && (!placeable(qp, w) || !place(qp, w, iov, &n)))
-		return false;
+	if (!again) {
+		bool ok = placeable(qp, w);
+
+		if (is_send(w)) {
+			qp->send_heard = heard(qp);
+			qp->sent_send = true;
+		}
+		if (!ok || !place(qp, w, iov, &n))
+			return false;
+	}
 	sv_frame_init(f, w->opcode == IBV_WR_SEND ? SV_OP_PLACED : SV_OP_PLACED_IMM, qp->peer_qpn,
 		      qp->ibqp.qp_base.qp_num, w->psn);
 	f->hdr.rlen = w->length;

@@ -296,6 +296,8 @@ static bool req_fill(struct sv_qp *qp, struct sv_txframe *f)
 			run_local(qp, w);
 			continue;
 		}
+		if (sv_req_place_waits(qp, w))
+			return false;
 		if (sv_req_place(qp, w, f))
 			return true;
 		if (try_direct(qp, w))

@@ -355,7 +355,8 @@ ssize_t sv_conn_pull(struct sv_conn *c, const struct sv_wire_pull *pd, int n,
 
 /* shm/mirror.c: a responder's receive `idx` (counted from its QP's RESET)
  * for the requester to place a SEND into, and the placement: 0, the SEND
- * is in receive `idx`; -EAGAIN, it travels as a frame. */
+ * is in receive `idx`; else it travels as a frame: -EAGAIN, that receive
+ * is not published (yet); -EFAULT, its memory is not ours to reach. */
 struct sv_recv_pub {
 	uint64_t addr;               /* the receive's first SGE */
 	uint32_t len, lkey;

@@ -291,6 +291,7 @@ static void qp_reset(struct sv_qp *qp)
 	qp->rq.head = qp->rq.tail = 0;
 	qp->publish_due = false;
 	qp->peer_rq_next = 0;        /* counted, as the peer's receives, from RESET */
+	qp->sent_send = qp->place_refused = false;
 	qp->rd_outstanding = qp->rd_bytes = qp->retries = qp->rnr_retries = 0;
 	sv_qp_timers_stop(qp);
 	qp->rnr_wait = qp->comm_est_sent = false;

@@ -439,6 +439,9 @@ struct sv_qp {
 	/* requester */
 	uint32_t next_psn;           /* PSN of the next new request */
 	uint32_t peer_rq_next;       /* the peer's receive our next SEND takes (engine/placed.c) */
+	uint32_t send_heard;         /* what we had heard from the peer at our last SEND (placed.c) */
+	bool sent_send;              /* ... and there was one */
+	bool place_refused;          /* the last SEND could not be placed, published or not */
 	uint32_t rd_outstanding;     /* READ/atomic requests in flight */
 	uint8_t lone_run;            /* requests sent in a row with nothing else in flight (req.c) */
 	uint32_t retries;            /* transport retries used */

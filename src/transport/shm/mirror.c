@@ -54,17 +54,17 @@ int sv_conn_place(struct sv_conn *c, uint32_t idx, const struct iovec *src, int 
 	 * it cost a cache miss on the way of every placed SEND. */
 	__builtin_prefetch(&c->shm.mirror->e[mirror_slot(idx + 1)]);
 	if (!e)
-		return -EAGAIN;
+		return -EAGAIN;         /* not published (yet) */
 	if (!len)
 		return 0;
 	/* the receive's memory, as the responder would check it */
 	if (sv_cma_acquire(c->peer_seg, c->peer_pd, e->lkey, e->addr, len, IBV_ACCESS_LOCAL_WRITE,
 			   NULL, &ref))
-		return -EAGAIN;
+		return -EFAULT;
 	dst.iov_base = sv_peer_map(&c->peer_maps, c->peer_seg, e->lkey >> 8, e->lkey, ref.raddr, len);
 	dst.iov_len = len;
 	if (dst.iov_base)
 		sv_iov_copy(&dst, 1, src, n);
 	sv_cma_release(&ref);
-	return dst.iov_base ? 0 : -EAGAIN;
+	return dst.iov_base ? 0 : -EFAULT;
 }
