@@ -348,15 +348,26 @@ static int run_timers(struct sv_node *node)
 #define SV_SHM_IDLE_SLEEP_MS 50
 #define SV_SHM_DEEP_SLEEP_MS 1000
 
+/* A live stamp is refreshed at most this often.  Peers read it at every
+ * write into one of our rings (ringchan.c, peer_polling), so each store
+ * takes its line back from their cores, and theirs from ours: with one
+ * every 16 polls, a stream's writer missed on it every few messages.
+ * Readers judge it by SV_POLLER_ACTIVE_NS, ten times longer
+ * (docs/measurements.md, 'Poll stamp: refreshed'). */
+#define SV_POLL_STAMP_REFRESH_NS 20000
+
 /* (node.h) */
 void sv_node_poll_stamp(struct sv_node *node, uint64_t now)
 {
 	struct sv_seg *self = sv_seg_self();
+	uint64_t cur;
 
 	if (!self)
 		return;
-	if (__atomic_load_n(&self->last_poll_ns, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&self->last_poll_ns, now, __ATOMIC_RELAXED);
+	cur = __atomic_load_n(&self->last_poll_ns, __ATOMIC_RELAXED);
+	if (cur) {
+		if (now - cur >= SV_POLL_STAMP_REFRESH_NS)
+			__atomic_store_n(&self->last_poll_ns, now, __ATOMIC_RELAXED);
 		return;
 	}
 	/* Dekker with deep_sleep_bound: our stamp before our look at its flag */

@@ -51,8 +51,8 @@ static void ring_doorbell(struct sv_conn *c, uint32_t *flag, bool consumer)
 }
 
 /* The peer's stamp moved since we last looked: it polls (no clock needed).
- * Unchanged for a while (it stamps every 16th poll; a receiver that takes
- * many frames per poll stamps less often than we write), it polls if the
+ * Unchanged for a while (it stamps every 16th poll, and stores a stamp
+ * only once the last is 20 us old: transport/node.c), it polls if the
  * stamp is recent.  A stamp of 0: it went to sleep (ibv_req_notify_cq). */
 #define SV_PEER_POLL_CHECK 32     /* writes between clock checks of an unchanged stamp */
 
