@@ -41,6 +41,40 @@ struct cq_direct {
 
 static __thread struct cq_direct *direct_self __attribute__((tls_model("initial-exec")));
 
+/*
+ * A thread that polls the same CQ in vain SV_POLL_IDLE times in a row
+ * (reset by a poll that finds completions, another CQ's poll, or a post)
+ * waits SV_POLL_PAUSES pause instructions after each further empty poll.
+ * Back to back, its reads of the ring word the peer writes next slowed
+ * the peer's store into that very line more than the pause delays the
+ * look that finds it (docs/measurements.md, 'Polls in vain pause').  A
+ * stream's sender, which polls once between posts, and a thread polling
+ * many CQs in turn never pause.
+ */
+#define SV_POLL_IDLE 2
+#define SV_POLL_PAUSES 2
+
+static __thread const struct sv_cq *vain_cq __attribute__((tls_model("initial-exec")));
+static __thread uint32_t vain_polls __attribute__((tls_model("initial-exec")));
+
+void sv_cq_thread_busy(void)
+{
+	vain_polls = 0;
+}
+
+static void poll_in_vain(const struct sv_cq *cq)
+{
+	if (cq != vain_cq) {
+		vain_cq = cq;
+		vain_polls = 0;
+	}
+	if (++vain_polls <= SV_POLL_IDLE)
+		return;
+	vain_polls = SV_POLL_IDLE;
+	for (int i = 0; i < SV_POLL_PAUSES; i++)
+		sv_spin_pause();
+}
+
 static struct ibv_wc *direct_slot(struct sv_cq *cq)
 {
 	struct cq_direct *d = direct_self;
@@ -234,9 +268,11 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		if (!n && __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
 			  __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
 			sv_engine_spin_start(node, cq);
+			poll_in_vain(cq);
 			return 0;
 		}
 	}
+	vain_polls = 0;
 	sv_engine_spin_found(node, cq);
 	if (!n)          /* a drive that filled ours leaves the ring to the next poll */
 		n = ring_take(cq, num_entries, wc);

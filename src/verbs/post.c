@@ -203,6 +203,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 	int ret = 0;
 
 	sv_stamp(SV_ST_POST_SEND);
+	sv_cq_thread_busy();
 
 	sv_qlock_lock(&qp->lock);
 	if (!sq_state_ok(qp->attr.qp_state)) {
@@ -239,6 +240,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	int ret;
 
 	sv_stamp(SV_ST_POST_RECV);
+	sv_cq_thread_busy();
 	sv_qlock_lock(&qp->lock);
 	/* ibv_post_recv(3): a QP attached to an SRQ takes its receives there;
 	 * XRC QPs have no receive queue (their SRQs do). */

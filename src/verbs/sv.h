@@ -647,6 +647,9 @@ struct ibv_wc *sv_cq_slot(struct sv_cq *cq);
 bool sv_cq_commit(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
 void sv_cq_clean_qp(struct sv_qp *qp);
 void sv_cq_init_ex_ops(struct sv_cq *cq);
+/* The calling thread did something else than poll one CQ in vain (post.c:
+ * its posts): its next empty polls do not pause (cq.c, poll_in_vain). */
+void sv_cq_thread_busy(void);
 
 /* srq.c */
 /* `pd`: a QP's (its parent domain's allocator may give the buffer), or NULL. */
