@@ -272,7 +272,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 			return 0;
 		}
 	}
-	vain_polls = 0;
+	sv_cq_thread_busy();
 	sv_engine_spin_found(node, cq);
 	if (!n)          /* a drive that filled ours leaves the ring to the next poll */
 		n = ring_take(cq, num_entries, wc);

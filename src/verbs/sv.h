@@ -441,7 +441,8 @@ struct sv_qp {
 	uint32_t peer_rq_next;       /* the peer's receive our next SEND takes (engine/placed.c) */
 	uint32_t send_heard;         /* what we had heard from the peer at our last SEND (placed.c) */
 	bool sent_send;              /* ... and there was one */
-	bool place_refused;          /* the last SEND could not be placed, published or not */
+	bool place_refused;          /* the last placement was refused (the peer's memory not ours
+				      * to reach), not merely unpublished (placed.c) */
 	uint32_t rd_outstanding;     /* READ/atomic requests in flight */
 	uint8_t lone_run;            /* requests sent in a row with nothing else in flight (req.c) */
 	uint32_t retries;            /* transport retries used */

@@ -753,3 +753,11 @@ bool t_status_qp(uint32_t qpn, struct svst_qp *out)
 	close(fd);
 	return found;
 }
+
+uint64_t t_placed(struct ibv_qp *qp)
+{
+	struct svst_qp r;
+
+	CHECK(t_status_qp(qp->qp_num, &r));
+	return r.placed;
+}

@@ -342,5 +342,8 @@ bool t_transport_tcp(void);
  * which a caller reading its fields includes); false: none. */
 struct svst_qp;
 bool t_status_qp(uint32_t qpn, struct svst_qp *out);
+/* The SENDs QP `qp` placed (engine/placed.c), as its status record counts
+ * them; fails the test without a record. */
+uint64_t t_placed(struct ibv_qp *qp);
 
 #endif

@@ -18,7 +18,6 @@
 
 #include "common.h"
 #include "engine/engine.h"
-#include "status/format.h"
 
 #define SLOT 1024               /* each receive's part of the receiver's buffer */
 #define BURST 40
@@ -88,15 +87,6 @@ static void check_sent(struct t_ep *a, int i)
 	CHECK_EQ(wc.wr_id, i);
 }
 
-/* SENDs the requester placed, as its status record counts them. */
-static uint64_t placed_count(struct t_ep *a)
-{
-	struct svst_qp r;
-
-	CHECK(t_status_qp(a->qp->qp_num, &r));
-	return r.placed;
-}
-
 int main(void)
 {
 	struct t_opts o;
@@ -124,7 +114,7 @@ int main(void)
 
 	/* ... of which those of 256 bytes and more were placed on the rings
 	 * (four), none over TCP: as the requester's status record counts them */
-	CHECK_EQ(placed_count(&p.a), t_transport_tcp() ? 0 : 4);
+	CHECK_EQ(t_placed(p.a.qp), t_transport_tcp() ? 0 : 4);
 
 	/* 2: a burst against receives posted 4 at a time as they complete */
 	memset(p.b.buf, GUARD, o.buf_len);
@@ -166,7 +156,7 @@ int main(void)
 	{
 		/* msg_of: 1 byte with immediate, 33 inline, 64 solicited, none */
 		static const int small[] = { 1, 6, 3, 0 };
-		uint64_t before = placed_count(&p.a);
+		uint64_t before = t_placed(p.a.qp);
 
 		CHECK(BURST + 9 > SV_PLACE_WARM);
 		memset(p.b.buf, GUARD, o.buf_len);
@@ -176,7 +166,7 @@ int main(void)
 			check_sent(&p.a, small[k]);
 			check_recv(&p.b, small[k]);
 		}
-		CHECK_EQ(placed_count(&p.a) - before, t_transport_tcp() ? 0 : 4);
+		CHECK_EQ(t_placed(p.a.qp) - before, t_transport_tcp() ? 0 : 4);
 	}
 	CHECK_EQ(t_qp_state(p.a.qp), IBV_QPS_RTS);
 	CHECK_EQ(t_qp_state(p.b.qp), IBV_QPS_RTS);

@@ -14,22 +14,12 @@
  * pulled, none waits; the data checks are the same. */
 #include "common.h"
 #include "engine/engine.h"
-#include "status/format.h"
 
 #define SLOT (64u * 1024)
 #define BURST 48
 #define GUARD 0xee
 
 static uint8_t seed_of(int i) { return (uint8_t)(7 * i + 3); }
-
-/* SENDs the requester placed, as its status record counts them. */
-static uint64_t placed_count(struct t_ep *a)
-{
-	struct svst_qp r;
-
-	CHECK(t_status_qp(a->qp->qp_num, &r));
-	return r.placed;
-}
 
 static void post_big(struct t_ep *a, int i)
 {
@@ -87,10 +77,10 @@ int main(void)
 		check_sent(&p.a, (uint64_t)i);
 		check_recv(&p.b, i);
 	}
-	CHECK_EQ(placed_count(&p.a), none ? 0 : 4);
+	CHECK_EQ(t_placed(p.a.qp), none ? 0 : 4);
 
 	/* 2: a ping-pong: b answers each with 8 bytes into a's last slot */
-	before = placed_count(&p.a);
+	before = t_placed(p.a.qp);
 	for (int i = 0; i < 4; i++) {
 		uint8_t *ans = p.a.buf + (size_t)BURST * SLOT;
 
@@ -113,13 +103,13 @@ int main(void)
 		}
 	}
 	/* the first still streams (nothing heard since 1): placed; then pulled */
-	CHECK_EQ(placed_count(&p.a) - before, none ? 0 : 1);
+	CHECK_EQ(t_placed(p.a.qp) - before, none ? 0 : 1);
 
 	/* 3: a burst past the window, every receive posted first */
 	memset(p.b.buf, GUARD, o.buf_len);
 	for (int i = 0; i < BURST; i++)
 		post_slot(&p.b, i);
-	before = placed_count(&p.a);
+	before = t_placed(p.a.qp);
 	for (int i = 0; i < BURST; i++)
 		post_big(&p.a, i);
 	for (int i = 0; i < BURST; i++)
@@ -127,10 +117,10 @@ int main(void)
 	for (int i = 0; i < BURST; i++)
 		check_sent(&p.a, (uint64_t)i);
 	if (none)
-		CHECK_EQ(placed_count(&p.a) - before, 0);
-	else if (placed_count(&p.a) - before < BURST - 1)
+		CHECK_EQ(t_placed(p.a.qp) - before, 0);
+	else if (t_placed(p.a.qp) - before < BURST - 1)
 		T_FAIL("the burst placed %llu of %d SENDs: the stream stayed pulled",
-		       (unsigned long long)(placed_count(&p.a) - before), BURST);
+		       (unsigned long long)(t_placed(p.a.qp) - before), BURST);
 
 	CHECK_EQ(t_qp_state(p.a.qp), IBV_QPS_RTS);
 	CHECK_EQ(t_qp_state(p.b.qp), IBV_QPS_RTS);
