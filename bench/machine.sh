@@ -3,8 +3,8 @@
 # memcpy on one core, process_vm_writev between two processes, a
 # shared-memory ping-pong (spinning / futex), and raw TCP ping-pong
 # (busy-polled non-blocking sockets; across the veth also on blocking ones,
-# both sides asleep in recv) and stream, on loopback and across the veth
-# between the two test hosts.  Sourced by run.sh (needs lib.sh).
+# both sides asleep in recv, and in UDP datagrams) and stream, on loopback
+# and across the veth between the two test hosts.  Sourced by run.sh (needs lib.sh).
 # Sourced: its variables are used by the other scripts.
 # shellcheck disable=SC2034
 
@@ -23,12 +23,12 @@ ref_one() {  # KEY UNIT FIELD TIMEOUT COMMAND...; the value also in REF_ONE_VAL
   fi
 }
 
-# TCP: WHERE (host|veth) MODE (lat|lat2|latb|bw) SIZE; the value also in REF_TCP_VAL
+# TCP: WHERE (host|veth) MODE (lat|lat2|latb|ulat|bw) SIZE; the value also in REF_TCP_VAL
 ref_tcp() {
   local where=$1 mode=$2 size=$3 key unit field sns="" cns="" addr=127.0.0.1 n
   key=tcp/$where/$mode/$size
   REF_TCP_VAL=
-  if [[ $mode == lat* ]]; then unit=us; field=lat_us; n=$((size >= 65536 ? 1000 : 10000))
+  if [[ $mode == *lat* ]]; then unit=us; field=lat_us; n=$((size >= 65536 ? 1000 : 10000))
   else unit=MiB/s; field=mib_s; n=$(( (size >= 65536 ? 256 : 128) * 1048576 / size ))
   fi
   if [[ $where == veth ]]; then
@@ -72,5 +72,6 @@ fam_tcp_veth() {
   for s in $BENCH_LAT_SIZES; do ref_tcp veth lat "$s"; done
   ref_tcp veth lat2 8      # softverbs' design: a connection per direction
   ref_tcp veth latb 8      # both asleep: the reference of ib_send_lat -e
+  ref_tcp veth ulat 8      # UDP datagrams: the floor of RC over UDP (RoCE v2)
   for s in $BENCH_STREAM_SIZES; do ref_tcp veth bw "$s"; done
 }

@@ -196,6 +196,7 @@ ref_label() {  # KEY
     tcp/lat) echo "TCP ping-pong, busy-poll (one-way)" ;;
     tcp/latb) echo "TCP ping-pong, blocking sockets: both asleep in recv() (one-way)" ;;
     tcp/lat2) echo "TCP ping-pong over two connections, one per direction (softverbs' design), busy-poll (one-way)" ;;
+    tcp/ulat) echo "UDP ping-pong, connected sockets, busy-poll (one-way): the floor of RC over UDP" ;;
     tcp/bw) echo "TCP stream" ;;
     ucx-*/tag_lat) echo "UCX ${tool#ucx-} tag_lat (one-way, median)" ;;
     ucx-*/tag_bw) echo "UCX ${tool#ucx-} tag_bw" ;;
