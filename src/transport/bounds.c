@@ -202,9 +202,10 @@ int sv_node_bounds_tick(struct sv_node *node, int timeout)
 
 /* ---- the descriptor limit ---- */
 
-/* Per QP its two channels plus one for a peer's memory or a channel being
- * replaced; a full pending list per port group; room for the application's own. */
-#define SV_FD_PER_QP 3
+/* Per QP its two channels, their datagram lanes (TCP, a ping-pong's:
+ * tcp/lane.h) and one for a peer's memory or a channel being replaced; a
+ * full pending list per port group; room for the application's own. */
+#define SV_FD_PER_QP 5
 #define SV_FD_MARGIN 256
 #define SV_FD_STEP 256      /* raise in steps: not a system call per QP */
 

@@ -16,6 +16,7 @@
 
 #include "transport/fault/fault.h"
 #include "transport/shm/peer.h"
+#include "transport/tcp/lane.h"
 #include "transport/transport.h"
 #include "util/guard.h"
 #include "util/log.h"
@@ -40,6 +41,8 @@ void sv_conn_tune_socket(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 }
+
+__thread bool sv_conn_blind __attribute__((tls_model("initial-exec")));
 
 static void on_events(struct sv_handler *h, uint32_t events)
 {
@@ -89,6 +92,7 @@ void sv_conn_free_unstarted(struct sv_conn *c)
 {
 	c->node->up->chan_free(c);
 	sv_fault_stream_free(c);
+	sv_lane_free(c);
 	sv_close(c->h.fd);
 	pthread_mutex_destroy(&c->watch_lock);
 	free(c);
@@ -297,6 +301,7 @@ void sv_conn_reap(struct sv_node *node)
 		sv_board_unmap(c->peer_board);
 		sv_shm_peer_put(c->shm_peer);   /* (after the batch: see peer.c) */
 		sv_fault_stream_free(c);
+		sv_lane_free(c);
 		pthread_mutex_destroy(&c->watch_lock);
 		free(c);
 	}

@@ -25,6 +25,7 @@
 #include "transport/shm/chan.h"
 #include "transport/shm/mrmap.h"
 #include "transport/shm/segment.h"
+#include "util/env.h"
 #include "wire/proto.h"
 
 #define SV_PLACE_MAX_SEG 34     /* max_sge + GRH area + inline */
@@ -81,13 +82,20 @@ enum sv_wake {
 	SV_WAKE_SOLICITED,   /* a completion with the solicited event bit */
 };
 
+/* A datagram lane (tcp/lane.h) offered in a LANE or LANE_ACK frame: the
+ * sender's UDP port (0: none) and the secret datagrams to it carry. */
+struct sv_lane_offer {
+	uint16_t port;
+	uint64_t secret;
+};
+
 struct sv_chan_ops {
 	const char *name;            /* for logs */
 	uint32_t caps;               /* enum sv_chan_cap */
 	bool same_host;              /* names its peer (SO_PEERCRED), carries descriptors */
 	ssize_t (*writev)(struct sv_conn *c, const struct iovec *iov, int n);
 	ssize_t (*readv)(struct sv_conn *c, const struct iovec *iov, int n);
-	void (*close)(struct sv_conn *c);    /* optional: tell the peer first */
+	void (*close)(struct sv_conn *c);    /* optional: tell the peer first, let go of the rest */
 	/* optional: the next `len` bytes of input, left there (false: not all
 	 * in yet); a reader that takes them reads them */
 	bool (*peek)(struct sv_conn *c, void *buf, size_t len);
@@ -120,6 +128,13 @@ struct sv_chan_ops {
 	uint64_t (*offer)(struct sv_conn *c);
 	uint64_t (*take)(struct sv_conn *c, const struct sv_wire_hdr *hello);
 	bool (*answered)(struct sv_conn *c, const struct sv_wire_hdr *ack, bool pull_wanted);
+	/* the datagram lane's handshake (tcp/lane.h) */
+	bool (*lane_offer)(struct sv_conn *c, struct sv_lane_offer *ours);
+	bool (*lane_take)(struct sv_conn *c, const struct sv_lane_offer *theirs,
+			  struct sv_lane_offer *ours);
+	void (*lane_answered)(struct sv_conn *c, const struct sv_lane_offer *theirs);
+	void (*lane_counters)(struct sv_conn *c, uint64_t *tx, uint64_t *rx);
+	bool (*lane_up)(const struct sv_conn *c);
 };
 extern const struct sv_chan_ops sv_tcp_ops, sv_unix_ops, sv_ring_ops;
 
@@ -146,6 +161,10 @@ struct sv_conn {
 	uint8_t input;               /* enum sv_chan_input: what the engine says its input is worth */
 	uint32_t rx_lowat;           /* what rx_lowat last set (0: never, as 1) */
 	uint32_t rx_lowat_max;       /* its ceiling for this socket (tcp/stream.c; 0: not yet known) */
+	struct sv_lane *lane;        /* TCP: its datagram lane (tcp/lane.h), or NULL */
+	uint64_t tx_bytes, rx_bytes; /* TCP: the stream's bytes written, and read (lane.h) */
+	bool tx_awaited;             /* the next write holds a frame its peer waits for
+				      * alone (engine/xmit.c): a lane copies it */
 
 	/* same-host fast path (transport/shm): frames move through rings, and
 	 * the socket is closed: the peer process's bell rings it and its life
@@ -465,6 +484,47 @@ static inline bool sv_chan_answered(struct sv_conn *c, const struct sv_wire_hdr 
 {
 	return c->ops->answered && c->ops->answered(c, ack, pull_wanted);
 }
+
+/* Can the channel have a lane (and does SOFTVERBS_LANE allow it)? */
+static inline bool sv_chan_lanes(const struct sv_conn *c)
+{
+	return c->ops->lane_offer && !(c->caps & SV_CAP_LOSSY) && sv_lane_enabled();
+}
+
+/* Is its lane up (connected to the peer's)? */
+static inline bool sv_chan_lane_up(const struct sv_conn *c)
+{
+	return c->ops->lane_up && c->ops->lane_up(c);
+}
+
+static inline bool sv_chan_lane_offer(struct sv_conn *c, struct sv_lane_offer *ours)
+{
+	return c->ops->lane_offer && c->ops->lane_offer(c, ours);
+}
+
+static inline bool sv_chan_lane_take(struct sv_conn *c, const struct sv_lane_offer *theirs,
+				     struct sv_lane_offer *ours)
+{
+	return c->ops->lane_take && c->ops->lane_take(c, theirs, ours);
+}
+
+static inline void sv_chan_lane_answered(struct sv_conn *c, const struct sv_lane_offer *theirs)
+{
+	if (c->ops->lane_answered)
+		c->ops->lane_answered(c, theirs);
+}
+
+/* The lane counts the datagrams it sends and takes at tx and rx. */
+static inline void sv_chan_lane_counters(struct sv_conn *c, uint64_t *tx, uint64_t *rx)
+{
+	if (c->ops->lane_counters)
+		c->ops->lane_counters(c, tx, rx);
+}
+
+/* conn.c: this thread reads a channel without being told it has input
+ * (a spinning poller's look at its hot channel, engine/drive.c), not
+ * because its socket said so. */
+extern __thread bool sv_conn_blind;
 
 /* conn.c: the listeners' handlers (TCP and unix). */
 void sv_conn_on_accept(struct sv_handler *h, uint32_t events);

@@ -52,6 +52,11 @@ bool sv_batch_enabled(void)
 	return sv_env_int("SOFTVERBS_BATCH", 1) != 0;
 }
 
+bool sv_lane_enabled(void)
+{
+	return sv_env_int("SOFTVERBS_LANE", 1) != 0;
+}
+
 /* A non-negative knob read once into *cache (-1: not yet; a negative
  * value counts as 0): hot paths ask for it. */
 static uint32_t env_once(int *cache, const char *name, int dflt)

@@ -31,6 +31,7 @@ bool sv_cma_disabled(void);                 /* SOFTVERBS_NO_CMA=1 */
 int sv_pending_max(void);                   /* SOFTVERBS_PENDING_MAX, at least 1 */
 const char *sv_pcap_dir(void);              /* SOFTVERBS_PCAP, or NULL */
 bool sv_batch_enabled(void);                /* not SOFTVERBS_BATCH=0 */
+bool sv_lane_enabled(void);                 /* not SOFTVERBS_LANE=0 */
 uint32_t sv_board_after(void);              /* SOFTVERBS_BOARD_AFTER, read once */
 uint32_t sv_ring_look_ms(void);             /* SOFTVERBS_RING_LOOK_MS, read once */
 uint64_t sv_busy_poll_ns(void);             /* SOFTVERBS_BUSY_POLL_US in ns, read once */

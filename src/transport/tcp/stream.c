@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "util/sys.h"
+#include "transport/tcp/lane.h"
 #include "transport/transport.h"
 #include "util/stamp.h"
 
@@ -19,11 +20,15 @@ static ssize_t tcp_writev(struct sv_conn *c, const struct iovec *iov, int n)
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
 	ssize_t r;
 
+	if (c->lane && c->tx_awaited)
+		sv_lane_copy(c, iov, n);
+	c->tx_awaited = false;
 	sv_stamp(SV_ST_SOCK_SEND);
 	r = n == 1 ? sv_send(c->h.fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT)
 		   : sv_sendmsg(c->h.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	sv_stamp(SV_ST_SOCK_SENT);
-
+	if (r > 0)
+		c->tx_bytes += (uint64_t)r;
 	return sv_conn_sock_wrote(c, r < 0 ? -errno : r);
 }
 
@@ -33,11 +38,26 @@ static ssize_t tcp_readv(struct sv_conn *c, const struct iovec *iov, int n)
 	 * look, and read's file layer (position lock, access checks) costs
 	 * more than the socket's own; one buffer spares importing an iovec */
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
-	ssize_t r = n == 1 ? sv_recv(c->h.fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT)
-			   : sv_recvmsg(c->h.fd, &mh, MSG_DONTWAIT);
+	ssize_t r;
 
-	if (r > 0)
+	if (c->lane) {                /* the next bytes may have come early */
+		r = sv_lane_read(c, iov, n);
+		if (r > 0) {
+			sv_stamp(SV_ST_SOCK_READ);
+			c->rx_bytes += (uint64_t)r;
+			return sv_conn_sock_read(c, r);
+		}
+		if (!sv_lane_skip(c, &r))
+			return sv_conn_sock_read(c, r);
+	}
+	r = n == 1 ? sv_recv(c->h.fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT)
+		   : sv_recvmsg(c->h.fd, &mh, MSG_DONTWAIT);
+	if (r > 0) {
 		sv_stamp(SV_ST_SOCK_READ);
+		c->rx_bytes += (uint64_t)r;
+		if (c->lane)
+			sv_lane_stream_read(c, r);
+	}
 	return sv_conn_sock_read(c, r < 0 ? -errno : r);
 }
 
@@ -81,6 +101,12 @@ const struct sv_chan_ops sv_tcp_ops = {
 	.writev = tcp_writev,
 	.readv = tcp_readv,
 	.rx_lowat = tcp_rx_lowat,
+	.close = sv_lane_close,
+	.lane_offer = sv_lane_offer,
+	.lane_take = sv_lane_take,
+	.lane_answered = sv_lane_answered,
+	.lane_counters = sv_lane_counters,
+	.lane_up = sv_lane_up,
 };
 
 int sv_conn_connect(struct sv_node *node, const struct sockaddr_in *dst, struct sv_conn **out)
