@@ -96,10 +96,11 @@ static void show_qp(const struct svst_qp *q)
 	show_chan("out", &q->chan[0], q->chan_tx[0], q->chan_rx[0]);
 	show_chan("in", &q->chan[1], q->chan_tx[1], q->chan_rx[1]);
 	printf("    retries %llu rnr-naks-rcvd %llu rnr-naks-sent %llu error-comps %llu direct %llu "
-	       "placed %llu\n",
+	       "placed %llu lane-tx %llu lane-rx %llu\n",
 	       (unsigned long long)q->retries, (unsigned long long)q->rnr_naks_rcvd,
 	       (unsigned long long)q->rnr_naks_sent, (unsigned long long)q->err_comps,
-	       (unsigned long long)q->direct, (unsigned long long)q->placed);
+	       (unsigned long long)q->direct, (unsigned long long)q->placed,
+	       (unsigned long long)q->lane_tx, (unsigned long long)q->lane_rx);
 	show_ops(q);
 	if (q->last_err[0])
 		printf("    last-error %.*s\n", SVST_ERR_LEN, q->last_err);

@@ -74,10 +74,11 @@ static void json_qp(FILE *f, const struct svst_qp *q)
 	}
 	fprintf(f, "], \"counters\": {\"retries\": %llu, \"rnr_naks_received\": %llu, "
 		"\"rnr_naks_sent\": %llu, \"error_completions\": %llu, \"direct\": %llu, "
-		"\"placed\": %llu, ",
+		"\"placed\": %llu, \"lane_tx\": %llu, \"lane_rx\": %llu, ",
 		(unsigned long long)q->retries, (unsigned long long)q->rnr_naks_rcvd,
 		(unsigned long long)q->rnr_naks_sent, (unsigned long long)q->err_comps,
-		(unsigned long long)q->direct, (unsigned long long)q->placed);
+		(unsigned long long)q->direct, (unsigned long long)q->placed,
+		(unsigned long long)q->lane_tx, (unsigned long long)q->lane_rx);
 	json_ops(f, "tx", q->tx);
 	fprintf(f, ", ");
 	json_ops(f, "rx", q->rx);

@@ -993,6 +993,15 @@ static bool steady(struct sv_cq *cq)
 	return false;
 }
 
+/* A look no epoll asked for: what a datagram lane's copies are for
+ * (transport/tcp/lane.h). */
+static void drive_blind(struct sv_conn *c)
+{
+	sv_conn_blind = true;
+	drive_one(c);
+	sv_conn_blind = false;
+}
+
 /* Read the hot channel instead of asking epoll?  Then true.  Out of the
  * set it is read on every poll, spinning or not, and epoll asked every
  * SV_HOT_EVERY-th only for the CQ's other sockets, if it has any. */
@@ -1014,13 +1023,13 @@ static bool hot_read(struct sv_cq *cq)
 		out = __atomic_load_n(&cq->hot_out, __ATOMIC_RELAXED);
 	}
 	if (out) {
-		drive_one(hot);
+		drive_blind(hot);
 		return __atomic_load_n(&cq->drive_socks, __ATOMIC_RELAXED) == 1 ||
 		       epoll_spared(&cq->hot_polls);
 	}
 	if (!epoll_spared(&cq->hot_polls))
 		return false;
-	drive_one(hot);
+	drive_blind(hot);
 	return true;
 }
 

@@ -77,6 +77,8 @@ struct sv_txframe {
 	uint32_t mr_qpn, mr_key, mr_epoch;
 	uint64_t mr_va;
 	bool fatal;                  /* a NAK that takes the QP to ERR once written */
+	bool awaited;                /* its peer waits for it alone: a lone request
+				      * (SV_WF_LONE) or the answer to one */
 };
 
 #define SV_RESPQ_LEN 32
@@ -114,11 +116,20 @@ void sv_stage_give(uint8_t *buf);      /* NULL: nothing */
 #define SV_STAGE_LEN (64 * 1024)
 #define SV_STAGE_FRAME (16 * 1024)
 
+/* A TCP channel's datagram lane (lane.c).  Its connecting end: NO (the
+ * peer takes no LANE frame, or it refused) -> MAY (the HELLO_ACK said it
+ * takes them) -> OFFERED (after the first frame its peer waits for
+ * alone) -> UP, or NO again.  The answerer: NO -> UP at a LANE it takes. */
+enum sv_lane_state { SV_LANE_NO, SV_LANE_MAY, SV_LANE_OFFERED, SV_LANE_UP, SV_LANE_NSTATES };
+const char *sv_lane_state_name(enum sv_lane_state s);
+
 /* The engine's state for one channel, beside the transport's struct
  * sv_conn (c->qc; the transport allocates up->chan_size bytes for it and
  * never looks inside). */
 struct sv_qpchan {
 	struct sv_qp *qp;            /* owner; NULL until the HELLO names it */
+	enum sv_lane_state lane;
+	bool lane_due;               /* a frame went that a lane would have copied */
 	enum sv_peer_state peer_state;
 	uint64_t nonce;              /* outbound: ours, in our HELLO; inbound: the peer's */
 	struct sv_wire_hdr hello;    /* inbound: its HELLO (host order), answered once verified */
@@ -215,6 +226,11 @@ void sv_req_rewind(struct sv_qp *qp, uint32_t idx);         /* resend from SQ in
 void sv_req_arm_ack_timer(struct sv_qp *qp);
 void sv_req_on_connected(struct sv_qp *qp);
 void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c);
+/* lane.c: a TCP channel's datagram lane, agreed on in the stream */
+void sv_engine_lane_hello_answer(struct sv_conn *c, struct sv_wire_hdr *ack);
+void sv_engine_lane_hello_ack(struct sv_conn *c, const struct sv_wire_hdr *ack);
+void sv_engine_lane_flushed(struct sv_conn *c);
+void sv_engine_lane_on_frame(struct sv_conn *c, const struct sv_wire_hdr *h);
 /* The channel the QP's requests go on: `out`, or `in` when turned (req.c). */
 struct sv_conn *sv_req_conn(struct sv_qp *qp);
 void sv_req_turned_lost(struct sv_qp *qp);

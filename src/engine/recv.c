@@ -280,6 +280,10 @@ static void rx_begin(struct sv_conn *c)
 	case SV_OP_HELLO_NAK:
 		sv_engine_protocol_error(c, "peer QP does not exist");
 		break;
+	case SV_OP_LANE:
+	case SV_OP_LANE_ACK:
+		sv_engine_lane_on_frame(c, &c->qc->rx_hdr);
+		break;
 	case SV_OP_VERIFY:
 		if (c->outbound || c->qc->rx_hdr.dst_qpn != qp->ibqp.qp_base.qp_num)
 			sv_engine_protocol_error(c, "unexpected VERIFY");
@@ -634,6 +638,8 @@ bool sv_rx_answer_hello(struct sv_conn *c, struct sv_qp *qp)
 		f->hdr.qkey = qp->attr.qp_access_flags;
 		f->hdr.va = seg_va;
 		f->hdr.data1 = c->wake_id;            /* names the wake descriptor, if any */
+	} else {
+		sv_engine_lane_hello_answer(c, &f->hdr);
 	}
 	sv_wire_encode(&f->hdr);
 	sv_xmit_flush(c);

@@ -250,8 +250,10 @@ static void mark_lone(struct sv_qp *qp, struct sv_txframe *f)
 	}
 	if (qp->lone_run < 2)
 		qp->lone_run++;
-	if (qp->lone_run == 2)
+	if (qp->lone_run == 2) {
 		f->hdr.flags |= SV_WF_LONE;
+		f->awaited = true;
+	}
 }
 
 /*
@@ -662,6 +664,7 @@ void sv_req_on_connected(struct sv_qp *qp)
 
 void sv_req_on_hello_ack(struct sv_qp *qp, struct sv_conn *c)
 {
+	sv_engine_lane_hello_ack(c, &c->qc->rx_hdr);
 	if (sv_chan_answered(c, &c->qc->rx_hdr, sv_qp_is_rc(qp))) {
 		sv_rx_on_rings(c);
 		sv_engine_drive_register(c, qp->scq);

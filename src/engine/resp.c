@@ -248,6 +248,7 @@ static void exec_read(struct sv_qp *qp, struct sv_conn *c, const struct sv_wire_
 	if (!f)
 		return;         /* resp_room() kept one free: cannot happen */
 	sv_frame_init(f, SV_OP_READ_RESP, qp->peer_qpn, qp->ibqp.qp_base.qp_num, h->psn);
+	f->awaited = h->flags & SV_WF_LONE;
 	sv_frame_add(f, src, h->rlen);
 	if (h->rlen) {
 		f->mr_pd = pd;
@@ -301,6 +302,7 @@ static void atomic_respond(struct sv_qp *qp, struct sv_conn *c, const struct sv_
 	if (!f)
 		return;         /* resp_room() kept one free: cannot happen */
 	sv_frame_init(f, SV_OP_ATOMIC_RESP, qp->peer_qpn, qp->ibqp.qp_base.qp_num, h->psn);
+	f->awaited = h->flags & SV_WF_LONE;
 	f->hdr.data0 = orig;
 	sv_xmit_resp_commit(c, f);
 }

@@ -11,7 +11,7 @@
 #include "status/publish.h"
 
 /* Every opcode has its entry (a missing one would count as SEND). */
-static_assert(SV_OP_MAX == SV_OP_PLACED_IMM + 1, "a new opcode needs its entry in sv_stat_op");
+static_assert(SV_OP_MAX == SV_OP_LANE_ACK + 1, "a new opcode needs its entry in sv_stat_op");
 const uint8_t sv_stat_op[SV_OP_MAX] = {
 	[SV_OP_SEND] = SVST_OP_SEND, [SV_OP_SEND_IMM] = SVST_OP_SEND_IMM,
 	[SV_OP_SEND_INV] = SVST_OP_SEND_INV, [SV_OP_WRITE] = SVST_OP_WRITE,
@@ -22,6 +22,7 @@ const uint8_t sv_stat_op[SV_OP_MAX] = {
 	[SV_OP_NAK] = SVST_OP_NAK, [0] = SVST_OP_CTRL, [SV_OP_HELLO] = SVST_OP_CTRL,
 	[SV_OP_HELLO_ACK] = SVST_OP_CTRL, [SV_OP_HELLO_NAK] = SVST_OP_CTRL,
 	[SV_OP_VERIFY] = SVST_OP_CTRL, [SV_OP_VERIFY_ACK] = SVST_OP_CTRL,
+	[SV_OP_LANE] = SVST_OP_CTRL, [SV_OP_LANE_ACK] = SVST_OP_CTRL,
 	[SV_OP_PLACED] = SVST_OP_SEND, [SV_OP_PLACED_IMM] = SVST_OP_SEND_IMM,
 };
 

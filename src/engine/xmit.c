@@ -26,6 +26,7 @@ void sv_frame_init(struct sv_txframe *f, enum sv_op op, uint32_t dst, uint32_t s
 	f->done = 0;
 	f->in_use = true;
 	f->fatal = false;
+	f->awaited = false;
 	f->mr_pd = NULL;
 }
 
@@ -237,6 +238,11 @@ static bool frame_write(struct sv_conn *c, struct sv_txframe *f)
 
 	frame_shorten(c, f);
 	c->wake_hint = frame_wake(&f->hdr);
+	if (f->awaited) {
+		c->tx_awaited = true;        /* a datagram lane copies the write (tcp/lane.h) */
+		if (c->qc->lane == SV_LANE_MAY)
+			c->qc->lane_due = true;
+	}
 	if (stage_takes(c, f))
 		return stage_put(c, f);
 	if (!stage_drain(c))                 /* the stage's frames go first */
@@ -583,6 +589,8 @@ void sv_xmit_flush(struct sv_conn *c)
 		return;
 	if (stage_drain(c)) {
 		sv_conn_want_out(c, false);
+		if (c->qc->lane_due)
+			sv_engine_lane_flushed(c);
 		return;
 	}
 full:

@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define SVST_MAGIC       0x5355544154535653ull   /* "SVSTATUS", little-endian */
-#define SVST_VERSION     1
+#define SVST_VERSION     2
 #define SVST_DIR_FMT     "/dev/shm/softverbs-%u"  /* the uid's directory */
 #define SVST_DIR_PREFIX  "softverbs-"             /* of those, in /dev/shm */
 #define SVST_HDR_SIZE    4096u
@@ -152,7 +152,9 @@ struct svst_qp {
 	uint64_t err_comps;          /* send completions in error (flushes too) */
 	uint64_t direct;             /* of tx, done in the peer's memory */
 	uint64_t placed;             /* of tx SENDs, placed in the peer's receive */
-	uint8_t pad[48];
+	uint64_t lane_tx;            /* datagram copies sent on a TCP channel's lane */
+	uint64_t lane_rx;            /* ... taken before the stream brought them */
+	uint8_t pad[32];
 	/* live, every frame: one cache line */
 	uint32_t sq_psn;             /* the next request's PSN */
 	uint32_t rq_psn;             /* the expected PSN */

@@ -28,6 +28,8 @@ const struct sv_opinfo sv_opinfo[SV_OP_MAX] = {
 	[SV_OP_PLACED]      = { "SEND_PLACED", SV_OPF_RECV | SV_OPF_PLACED, SV_QPT_RC },
 	[SV_OP_PLACED_IMM]  = { "SEND_IMM_PLACED", SV_OPF_RECV | SV_OPF_PLACED | SV_OPF_IMM,
 				SV_QPT_RC },
+	[SV_OP_LANE]        = { "LANE", SV_OPF_CTRL, SV_QPT_RC | SV_QPT_UC },
+	[SV_OP_LANE_ACK]    = { "LANE_ACK", SV_OPF_CTRL, SV_QPT_RC | SV_QPT_UC },
 };
 
 /* Control frames carry at most this much payload (shared-memory names). */

@@ -45,8 +45,17 @@ enum sv_op {
 	 * no ACK; psn is the receive's index, rlen the message's bytes */
 	SV_OP_PLACED,
 	SV_OP_PLACED_IMM,
+	/* a TCP channel's datagram lane (engine/lane.c), offered by its
+	 * connecting end and answered: imm the sender's UDP port (0: none),
+	 * data0 the secret datagrams to it carry */
+	SV_OP_LANE,
+	SV_OP_LANE_ACK,
 	SV_OP_MAX
 };
+
+/* A HELLO_ACK that switches to no rings says in imm what its sender takes:
+ * LANE frames (SV_HELLO_LANES), if it can. */
+#define SV_HELLO_LANES 1u
 
 /* Header flags */
 enum {
