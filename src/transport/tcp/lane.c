@@ -36,7 +36,7 @@ struct sv_lane_hdr {
  * header-only datagram (off SV_LANE_NOTICE), and the writer copies none
  * of its next SV_LANE_MUTE writes, then tries again. */
 #define SV_LANE_NOTICE UINT64_MAX
-#define SV_LANE_LATE 8
+#define SV_LANE_LATE 64
 #define SV_LANE_MUTE 1024
 
 /* A reader whose stream brings new bytes the lane did not (a stream, or a
