@@ -128,8 +128,6 @@ const char *sv_lane_state_name(enum sv_lane_state s);
  * never looks inside). */
 struct sv_qpchan {
 	struct sv_qp *qp;            /* owner; NULL until the HELLO names it */
-	enum sv_lane_state lane;
-	bool lane_due;               /* a frame went that a lane would have copied */
 	enum sv_peer_state peer_state;
 	uint64_t nonce;              /* outbound: ours, in our HELLO; inbound: the peer's */
 	struct sv_wire_hdr hello;    /* inbound: its HELLO (host order), answered once verified */
@@ -190,6 +188,10 @@ struct sv_qpchan {
 	 * lent while it holds bytes the socket has not taken (NULL: none) */
 	uint8_t *stage;
 	size_t stage_off, stage_len;
+
+	/* socket channel: its datagram lane (lane.c) */
+	enum sv_lane_state lane;
+	bool lane_due;               /* a frame went that a lane would have copied */
 };
 
 /* The engine's answers to the transport (upcalls.c registers them). */

@@ -238,7 +238,7 @@ static bool frame_write(struct sv_conn *c, struct sv_txframe *f)
 
 	frame_shorten(c, f);
 	c->wake_hint = frame_wake(&f->hdr);
-	if (f->awaited) {
+	if (f->awaited && !(c->caps & SV_CAP_MAPPED)) {
 		c->tx_awaited = true;        /* a datagram lane copies the write (tcp/lane.h) */
 		if (c->qc->lane == SV_LANE_MAY)
 			c->qc->lane_due = true;

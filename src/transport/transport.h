@@ -161,10 +161,6 @@ struct sv_conn {
 	uint8_t input;               /* enum sv_chan_input: what the engine says its input is worth */
 	uint32_t rx_lowat;           /* what rx_lowat last set (0: never, as 1) */
 	uint32_t rx_lowat_max;       /* its ceiling for this socket (tcp/stream.c; 0: not yet known) */
-	struct sv_lane *lane;        /* TCP: its datagram lane (tcp/lane.h), or NULL */
-	uint64_t tx_bytes, rx_bytes; /* TCP: the stream's bytes written, and read (lane.h) */
-	bool tx_awaited;             /* the next write holds a frame its peer waits for
-				      * alone (engine/xmit.c): a lane copies it */
 
 	/* same-host fast path (transport/shm): frames move through rings, and
 	 * the socket is closed: the peer process's bell rings it and its life
@@ -208,6 +204,13 @@ struct sv_conn {
 
 	/* SOFTVERBS_FAULT's filter (transport/fault/), with SV_CAP_LOSSY; else NULL */
 	struct sv_fault_stream *fault;
+
+	/* TCP: its datagram lane (tcp/lane.h), or NULL.  Last: the same-host
+	 * fields above keep their cache lines. */
+	struct sv_lane *lane;
+	uint64_t tx_bytes, rx_bytes; /* the stream's bytes written, and read (lane.h) */
+	bool tx_awaited;             /* the next write holds a frame its peer waits for
+				      * alone (engine/xmit.c): a lane copies it */
 };
 
 /* A channel's capabilities, for threads that may not hold its QP's lock
