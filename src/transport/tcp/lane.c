@@ -68,7 +68,7 @@ static bool lane_open(struct sv_conn *c, struct sv_lane_offer *ours)
 	struct sv_lane *l;
 	int fd;
 
-	if (!sv_lane_enabled() || (c->caps & SV_CAP_LOSSY) || c->lane ||
+	if (!sv_chan_lanes(c) || c->lane ||
 	    getsockname(c->h.fd, (struct sockaddr *)&me, &len) || me.sin_family != AF_INET)
 		return false;
 	l = calloc(1, sizeof(*l));
@@ -126,7 +126,7 @@ bool sv_lane_take(struct sv_conn *c, const struct sv_lane_offer *theirs,
 	if (!theirs->port || !lane_open(c, ours))
 		return false;
 	lane_connect(c, theirs);
-	return c->lane != NULL;
+	return c->lane->up;
 }
 
 void sv_lane_answered(struct sv_conn *c, const struct sv_lane_offer *theirs)
