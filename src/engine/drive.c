@@ -946,13 +946,13 @@ static void hot_back(struct sv_cq *cq)
 }
 
 /* Make `c` the CQ's hot channel, out of its set (hot_in's rules), unless
- * another one is out.  (The CQ need not spin: its polls read the channel
- * while it is out, and the one whose poller spins, which calls this, reads
- * it all the time.) */
-static void hot_out_of(struct sv_cq *cq, struct sv_conn *c)
+ * another one is out.  (The other CQ need not spin: its polls read the
+ * channel while it is out, and the one whose poller spins reads it all the
+ * time, if its spin was not ended since that poller looked: `spinner`.) */
+static void hot_out_of(struct sv_cq *cq, struct sv_conn *c, bool spinner)
 {
 	pthread_mutex_lock(&cq->drive_lock);
-	if (!cq->sleepers && !cq->hot_out && still_of(c, cq)) {
+	if (!cq->sleepers && !cq->hot_out && still_of(c, cq) && (!spinner || cq->spinning)) {
 		__atomic_store_n(&cq->hot, c, __ATOMIC_RELEASE);
 		if (!epoll_ctl(cq->drive_fd, EPOLL_CTL_DEL, c->h.fd, NULL)) {
 			__atomic_store_n(&cq->hot_out, true, __ATOMIC_RELAXED);
@@ -966,15 +966,15 @@ static void hot_out_of(struct sv_cq *cq, struct sv_conn *c)
  * (a SEND's completion comes with the peer's answer), and each set the
  * socket is in costs the peer's send.  The other CQ often never spins: in
  * a ping-pong its completion is there when the application polls it. */
-static void hot_out_of_both(struct sv_conn *c)
+static void hot_out_of_both(struct sv_cq *spinner, struct sv_conn *c)
 {
 	struct sv_cq *a = __atomic_load_n(&c->qc->drive_cq, __ATOMIC_ACQUIRE);
 	struct sv_cq *b = __atomic_load_n(&c->qc->drive_cq2, __ATOMIC_ACQUIRE);
 
 	if (a)
-		hot_out_of(a, c);
+		hot_out_of(a, c, a == spinner);
 	if (b && b != a)
-		hot_out_of(b, c);
+		hot_out_of(b, c, b == spinner);
 }
 
 /* Has the hot channel been the CQ's hot one for SV_HOT_STEADY polls of
@@ -1019,7 +1019,7 @@ static bool hot_read(struct sv_cq *cq)
 		return false;
 	}
 	if (!out && steady(cq)) {
-		hot_out_of_both(hot);
+		hot_out_of_both(cq, hot);
 		out = __atomic_load_n(&cq->hot_out, __ATOMIC_RELAXED);
 	}
 	if (out) {

@@ -462,7 +462,12 @@ static void make_rtr(struct side *s, uint32_t psn)
  *      once more, finds nothing due and only takes the lock: quiesce()
  *      waits for it before a case begins;
  *  (c) our channels are not on node->pending, and nobody connects to
- *      this QP (its peer does not exist).
+ *      this QP (its peer does not exist);
+ *  (d) requests queued for a burst (batch.c) would be written by the
+ *      progress thread's tick, which then also served the events left to
+ *      it: batching is off here (main).
+ * The status record's flush (stat_deadline, re-armed by any counter)
+ * still takes the lock now and then and serves nothing: drive() meets it.
  * So the engine touches these QPs' channels only from this thread: the
  * fake's buffers need no lock (a TSan build would report otherwise).
  * Caller holds qp->lock.
@@ -1126,7 +1131,7 @@ static void post_reads(struct side *s, uint32_t psn, unsigned n, uint32_t len, u
 
 	for (unsigned i = 0; i < n; i++)
 		post_send(s, 300 + i, IBV_WR_RDMA_READ, OFF_RDDST, len, 0x5000ull + i * len, 0x4242);
-	CHECK(ibv_poll_cq(s->cq, 1, &wc) == 0);      /* a burst's requests wait for it (batch.c) */
+	CHECK(ibv_poll_cq(s->cq, 1, &wc) == 0);      /* none answered yet */
 	for (unsigned i = 0; i < sent; i++) {
 		struct sv_wire_hdr h = take_frame(s->f, NULL);
 
@@ -1557,6 +1562,7 @@ int main(void)
 	signal(SIGALRM, on_alarm);
 	alarm(WATCHDOG_S);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	setenv("SOFTVERBS_BATCH", "0", 1);   /* see park(): (d) */
 
 	list = ibv_get_device_list(&n);
 	CHECK(list && n >= 1);
