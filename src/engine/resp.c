@@ -693,10 +693,17 @@ static bool ack_may_wait(struct sv_qp *qp, struct sv_conn *c, const struct sv_wi
 }
 
 /* Spinning pollers wait for requests that complete receives only, and
- * read a channel of large ones in batches (drive.c, bulk_wait). */
+ * read a channel of large ones in batches (drive.c, bulk_wait).  A request
+ * on our outbound channel: the peer turned it (req.c, turn_wanted), so its
+ * requests no longer come on the inbound one, which pollers may then take
+ * as a quiet channel (drive.c, spin_takes) until they come there again. */
 static void took_request(struct sv_conn *c, bool completes, uint32_t len)
 {
 	bool bulk = len >= SV_RX_BULK;
+	struct sv_conn *in = c->outbound && c->qc->qp ? c->qc->qp->in : NULL;
+
+	if (in && in->qc->rx_requested)
+		__atomic_store_n(&in->qc->rx_requested, false, __ATOMIC_RELAXED);
 
 	if (!c->qc->rx_requested)
 		__atomic_store_n(&c->qc->rx_requested, true, __ATOMIC_RELAXED);
