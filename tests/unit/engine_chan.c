@@ -1553,6 +1553,56 @@ static void case_hot_out(void)
 	pass();
 }
 
+/* ---- 11: a peer that turned our outbound channel ---- */
+
+/* The lesser QP of a steady TCP ping-pong sends its requests on its
+ * inbound channel (req.c, turn_wanted), so ours come in on our outbound
+ * one; the inbound one is quiet then, or a spinning poller, which takes a
+ * CQ's channels all or none, would never take them (drive.c, spin_takes). */
+static void case_turned(void)
+{
+	const uint32_t psn = 600;
+	uint8_t data[64];
+	struct fake *out;
+	struct sv_wire_hdr h;
+	struct side s;
+
+	begin("11 a request on the outbound channel (the peer turned it) quiets the inbound one");
+	responder(&s, psn, 4096);
+	out = fake_new(true, 4096);
+	sv_qlock_lock(&s.sqp->lock);
+	s.sqp->out = out->c;
+	out->c->qc->qp = s.sqp;
+	out->c->qc->peer_state = SV_PEER_VERIFIED;
+	out->c->qc->turn_ok = true;              /* as verify.c has it after SV_WF_TURN */
+	sv_qp_unlock(s.sqp);
+	pattern(data, sizeof(data), 11);
+
+	deliver(&s, rdma_hdr(&s, SV_OP_WRITE, psn, G.mr->rkey, OFF_WRITE), data, sizeof(data));
+	expect_ack(&s, psn);
+	CHECK(s.f->c->qc->rx_requested);
+
+	feed_frame(out, rdma_hdr(&s, SV_OP_WRITE, psn + 1, G.mr->rkey, OFF_WRITE), data,
+		   sizeof(data));
+	drive(out);
+	EXPECT_EQ(out->in_off, out->in_len);
+	h = take_frame(out, NULL);               /* answered where it came from */
+	expect_resp(&h, &s, SV_OP_ACK, psn + 1, 0);
+	CHECK(!s.f->c->qc->rx_requested);
+
+	/* it turns back: requests on the inbound channel again */
+	deliver(&s, rdma_hdr(&s, SV_OP_WRITE, psn + 2, G.mr->rkey, OFF_WRITE), data, sizeof(data));
+	expect_ack(&s, psn + 2);
+	CHECK(s.f->c->qc->rx_requested);
+	expect_bytes(OFF_WRITE, data, sizeof(data));
+	expect_no_output(s.f);
+	expect_no_output(out);
+	expect_no_wc(&s);
+	side_end(&s);
+	fake_free(out);
+	pass();
+}
+
 int main(void)
 {
 	struct ibv_device **list;
@@ -1591,6 +1641,7 @@ int main(void)
 	case_lowat();
 	case_bad_magic();
 	case_hot_out();
+	case_turned();
 
 	case_name = "teardown";
 	CHECK(ibv_dereg_mr(G.mr) == 0);
