@@ -394,17 +394,24 @@ struct side {
 	struct fake *f;
 };
 
-/* One frame in, and the engine must have read all of it: every case's
- * first check on what it fed.  Returns drive()'s wakeups. */
-static unsigned deliver(struct side *s, struct sv_wire_hdr h, const void *payload,
-			uint32_t len)
+/* One frame in on `f`, and the engine must have read all of it: every
+ * case's first check on what it fed.  Returns drive()'s wakeups. */
+static unsigned deliver_on(struct fake *f, struct sv_wire_hdr h, const void *payload,
+			   uint32_t len)
 {
 	unsigned wakeups;
 
-	feed_frame(s->f, h, payload, len);
-	wakeups = drive(s->f);
-	EXPECT_EQ(s->f->in_off, s->f->in_len);
+	feed_frame(f, h, payload, len);
+	wakeups = drive(f);
+	EXPECT_EQ(f->in_off, f->in_len);
 	return wakeups;
+}
+
+/* ... on the side's channel */
+static unsigned deliver(struct side *s, struct sv_wire_hdr h, const void *payload,
+			uint32_t len)
+{
+	return deliver_on(s->f, h, payload, len);
 }
 
 /* RESET -> INIT -> RTR (the responder's states), rq_psn `psn`. */
@@ -1582,10 +1589,8 @@ static void case_turned(void)
 	expect_ack(&s, psn);
 	CHECK(s.f->c->qc->rx_requested);
 
-	feed_frame(out, rdma_hdr(&s, SV_OP_WRITE, psn + 1, G.mr->rkey, OFF_WRITE), data,
+	deliver_on(out, rdma_hdr(&s, SV_OP_WRITE, psn + 1, G.mr->rkey, OFF_WRITE), data,
 		   sizeof(data));
-	drive(out);
-	EXPECT_EQ(out->in_off, out->in_len);
 	h = take_frame(out, NULL);               /* answered where it came from */
 	expect_resp(&h, &s, SV_OP_ACK, psn + 1, 0);
 	CHECK(!s.f->c->qc->rx_requested);
